@@ -1,0 +1,77 @@
+#include "benchmarks.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+
+#include <chrono>
+
+#include "../runtime/cuda_driver.h"
+#include "../torch/error_translation.h"
+#include "../torch/tile_op.h"
+
+namespace py = pybind11;
+
+namespace torch_tile {
+namespace {
+
+torch::jit::Stack stack_for(const c10::OperatorHandle& op, const py::tuple& args) {
+  return torch::jit::createStackForSchema(op.schema(), args, py::kwargs(), std::nullopt);
+}
+
+// Seconds for `iters` boxed calls through c10::Dispatcher, as a C++ caller makes them.
+double bench_dispatcher(const std::string& qualname, const py::tuple& args, int64_t iters) {
+  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
+  const torch::jit::Stack prototype = stack_for(op, args);
+  py::gil_scoped_release no_gil;
+  torch::jit::Stack stack;
+  stack.reserve(prototype.size() + 4);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    stack.assign(prototype.begin(), prototype.end());
+    op.callBoxed(stack);
+  }
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(stop - start).count();
+}
+
+// Seconds for `iters` bare cuLaunchKernelEx calls replaying the op's last
+// launch for these arguments: the floor any launcher pays.
+double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters) {
+  const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
+  if (!tile_op) throw py::value_error("no tile op named " + qualname);
+  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
+  torch::jit::Stack stack = stack_for(op, args);
+  py::gil_scoped_release no_gil;
+  PreparedLaunch launch;
+  tile_op->call(stack, &launch);  // outputs stay on `stack`, alive for the loop
+  if (launch.function == nullptr) throw py::value_error(qualname + " launched nothing for these arguments");
+  const CudaDriver& d = cuda_driver();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    d.check(d.cuLaunchKernelEx(&launch.config, launch.function, launch.params, nullptr), "cuLaunchKernelEx");
+  }
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(stop - start).count();
+}
+
+template <class Fn>
+auto translating(Fn fn) {
+  return [fn](const std::string& q, const py::tuple& a, int64_t n) {
+    try {
+      return fn(q, a, n);
+    } catch (const Error& e) {
+      rethrow_as_torch_error(e);
+    }
+  };
+}
+
+}  // namespace
+
+void bind_benchmarks(py::module_& m) {
+  m.def("bench_dispatcher", translating(bench_dispatcher), py::arg("qualname"), py::arg("args"), py::arg("iters"),
+        "Seconds for `iters` calls of the op from C++ through c10::Dispatcher (GIL released).");
+  m.def("bench_raw_launch", translating(bench_raw_launch), py::arg("qualname"), py::arg("args"), py::arg("iters"),
+        "Seconds for `iters` bare cuLaunchKernelEx replays of the op's last launch (the driver floor).");
+}
+
+}  // namespace torch_tile

@@ -1,0 +1,70 @@
+// torch_tile._C: registers tile ops and kernels from Python, and exposes the
+// runtime's counters and the launch benchmarks.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/extension.h>
+
+#include "../runtime/counters.h"
+#include "../runtime/error.h"
+#include "../torch/error_translation.h"
+#include "../torch/tile_op.h"
+#include "benchmarks.h"
+#include "kernel_registry.h"
+#include "python_hooks.h"
+
+namespace py = pybind11;
+using namespace torch_tile;
+
+namespace {
+
+std::shared_ptr<Compiler>& shared_compiler() {
+  static std::shared_ptr<Compiler> compiler;
+  return compiler;
+}
+
+void register_op(const std::string& qualname, const std::vector<int>& arg_kinds, int num_returns,
+                 py::object trace_fn, const std::string& dispatch_key) {
+  if (!shared_compiler()) throw py::value_error("torch_tile: set_compiler() must be called first");
+  std::vector<ArgKind> kinds;
+  for (int k : arg_kinds) kinds.push_back(ArgKind(k));
+  try {
+    auto op = std::make_shared<TileOp>(qualname, std::move(kinds), num_returns,
+                                       std::make_shared<PythonPlanTracer>(std::move(trace_fn)), shared_compiler());
+    register_tile_op(std::move(op), dispatch_key);
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
+py::dict counter_values() {
+  const Counters& c = counters();
+  py::dict d;
+  d["traces"] = c.traces.load();
+  d["compiles"] = c.compiles.load();
+  d["host_entries"] = c.host_entries.load();
+  d["map_lookups"] = c.map_lookups.load();
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tile native runtime";
+  m.def("set_compiler", [](py::object fn) { shared_compiler() = std::make_shared<PythonCompiler>(std::move(fn)); },
+        "Sets the function that compiles a kernel variant: (kernel_id, key_words, capability) -> dict.");
+  m.def("register_kernel", [](int64_t id, const std::string& name) { kernel_cache_for(id, name); },
+        py::arg("kernel_id"), py::arg("name"), "Creates the native variant cache of a frontend kernel.");
+  m.def("register_op", &register_op, py::arg("qualname"), py::arg("arg_kinds"), py::arg("num_returns"),
+        py::arg("trace_fn"), py::arg("dispatch_key") = "CUDA",
+        "Registers the native implementation of a defined op for a dispatch key.");
+  m.def("plan_count", [](const std::string& qualname) {
+        auto op = find_tile_op(qualname);
+        return op ? op->plans().size() : -1;
+      }, "Number of launch plans an op has traced.");
+  m.def("variant_count", [](int64_t kernel_id) {
+        auto k = find_kernel_cache(kernel_id);
+        return k ? int64_t(k->size()) : int64_t(-1);
+      }, "Number of compiled variants a kernel has.");
+  m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
+  bind_benchmarks(m);
+}

@@ -1,0 +1,116 @@
+#include "plan_from_python.h"
+
+#include <torch/csrc/Dtype.h>
+
+#include "../runtime/error.h"
+#include "../torch/dtype_map.h"
+#include "kernel_registry.h"
+
+namespace py = pybind11;
+
+namespace torch_tile {
+namespace {
+
+uint32_t dtype_from_python(const py::handle& obj) {
+  if (!THPDtype_Check(obj.ptr())) fail(ErrorKind::Type, "plan: expected a torch.dtype");
+  DLDataType dl{};
+  const c10::ScalarType st = reinterpret_cast<THPDtype*>(obj.ptr())->scalar_type;
+  if (!to_dl_dtype(st, &dl)) {
+    fail(ErrorKind::Type, std::string("torch_tile cannot pass dtype ") + c10::toString(st) + " to a kernel");
+  }
+  return pack_dtype(dl);
+}
+
+ParamType param_type_from_string(const std::string& t) {
+  if (!t.empty() && t[0] == '*') return ParamType::Pointer;
+  static const std::pair<const char*, ParamType> table[] = {
+      {"i1", ParamType::I8},   {"i8", ParamType::I8},   {"i16", ParamType::I16}, {"i32", ParamType::I32},
+      {"i64", ParamType::I64}, {"u1", ParamType::U8},   {"u8", ParamType::U8},   {"u16", ParamType::U16},
+      {"u32", ParamType::U32}, {"u64", ParamType::U64}, {"fp32", ParamType::F32}, {"f32", ParamType::F32},
+      {"fp64", ParamType::F64}};
+  for (const auto& [name, type] : table) {
+    if (t == name) return type;
+  }
+  fail(ErrorKind::NotImplemented, "torch_tile cannot pass a kernel parameter of type " + t +
+                                      " (supported: pointers, integers, fp32, fp64)");
+}
+
+}  // namespace
+
+Expr expr_from_python(const py::handle& code_and_text) {
+  const py::tuple t = py::reinterpret_borrow<py::tuple>(code_and_text);
+  Expr e;
+  e.code = t[0].cast<std::vector<int64_t>>();
+  e.text = t[1].cast<std::string>();
+  e.validate();
+  return e;
+}
+
+std::unique_ptr<LaunchPlan> plan_from_python(const py::dict& d) {
+  auto plan = std::make_unique<LaunchPlan>();
+  for (const py::handle& g : d["tensor_guards"]) {
+    const py::tuple t = py::reinterpret_borrow<py::tuple>(g);
+    plan->tensor_guards.push_back(TensorGuard{t[0].cast<int32_t>(), dtype_from_python(t[1]), t[2].cast<int32_t>()});
+  }
+  for (const py::handle& g : d["guards"]) plan->guards.push_back(expr_from_python(g));
+  for (const py::handle& a : d["allocs"]) {
+    const py::dict ad = py::reinterpret_borrow<py::dict>(a);
+    AllocStep step;
+    step.kind = AllocStep::Kind(ad["kind"].cast<int32_t>());
+    for (const py::handle& e : ad["shape"]) step.shape.push_back(expr_from_python(e));
+    step.like_slot = ad["like"].cast<int32_t>();
+    step.dtype = dtype_from_python(ad["dtype"]);
+    step.zero = ad["zero"].cast<bool>();
+    plan->allocs.push_back(std::move(step));
+  }
+  for (const py::handle& l : d["launches"]) {
+    const py::dict ld = py::reinterpret_borrow<py::dict>(l);
+    LaunchStep step;
+    step.kernel = find_kernel_cache(ld["kernel"].cast<int64_t>());
+    if (!step.kernel) fail(ErrorKind::Runtime, "plan names an unregistered kernel");
+    step.config_id = ld["config"].cast<int64_t>();
+    step.site = ld["site"].cast<std::string>();
+    const py::list grid = ld["grid"];
+    if (grid.size() != 3) fail(ErrorKind::Runtime, "plan grid must have 3 expressions");
+    for (int i = 0; i < 3; ++i) step.grid[i] = expr_from_python(grid[size_t(i)]);
+    for (const py::handle& b : ld["bindings"]) {
+      const py::tuple bt = py::reinterpret_borrow<py::tuple>(b);
+      Binding binding;
+      binding.kind = BindingKind(bt[0].cast<int32_t>());
+      binding.slot = bt[1].cast<int32_t>();
+      if (!bt[2].is_none()) binding.expr = expr_from_python(bt[2]);
+      binding.float_value = bt[3].cast<double>();
+      binding.specialize = bt[4].cast<bool>();
+      binding.specialize_alignment = bt[5].cast<bool>();
+      step.bindings.push_back(std::move(binding));
+    }
+    plan->launches.push_back(std::move(step));
+  }
+  plan->outputs = d["outputs"].cast<std::vector<int32_t>>();
+  return plan;
+}
+
+KernelBinary binary_from_python(const py::dict& r) {
+  KernelBinary b;
+  b.name = r["name"].cast<std::string>();
+  b.cubin = r["cubin"].cast<std::string>();
+  b.num_warps = r["num_warps"].cast<int32_t>();
+  b.num_ctas = r["num_ctas"].cast<int32_t>();
+  b.shared_mem = r["shared"].cast<int32_t>();
+  b.launch_pdl = r["launch_pdl"].cast<bool>();
+  b.launch_cooperative_grid = r["launch_cooperative_grid"].cast<bool>();
+  b.global_scratch_size = r["global_scratch_size"].cast<int64_t>();
+  b.global_scratch_align = r["global_scratch_align"].cast<int64_t>();
+  b.profile_scratch_size = r["profile_scratch_size"].cast<int64_t>();
+  b.profile_scratch_align = r["profile_scratch_align"].cast<int64_t>();
+  b.runtime_params = r["runtime_params"].cast<std::vector<int32_t>>();
+  for (const std::string& t : r["runtime_param_types"].cast<std::vector<std::string>>()) {
+    b.runtime_param_types.push_back(param_type_from_string(t));
+  }
+  if (b.runtime_params.size() != b.runtime_param_types.size()) {
+    fail(ErrorKind::Runtime, "compile result: runtime_params and runtime_param_types differ in length");
+  }
+  return b;
+}
+
+}  // namespace torch_tile

@@ -1,0 +1,47 @@
+#include "python_hooks.h"
+
+#include <torch/csrc/jit/python/pybind_utils.h>
+
+#include "../runtime/counters.h"
+#include "plan_from_python.h"
+
+namespace py = pybind11;
+
+namespace torch_tile {
+namespace {
+
+// Python objects may be released from threads that do not hold the GIL.
+void release_with_gil(py::object& obj) {
+  if (!obj || !Py_IsInitialized()) {
+    obj.release();  // interpreter gone: leak rather than touch it
+    return;
+  }
+  py::gil_scoped_acquire gil;
+  obj = py::object();
+}
+
+}  // namespace
+
+PythonPlanTracer::~PythonPlanTracer() { release_with_gil(trace_fn_); }
+PythonCompiler::~PythonCompiler() { release_with_gil(compile_fn_); }
+
+std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(TileOp& op, const torch::jit::Stack& stack, size_t first) {
+  py::gil_scoped_acquire gil;
+  counters().host_entries.fetch_add(1, std::memory_order_relaxed);
+  const size_t n = op.arg_kinds().size();
+  py::tuple args(n);
+  for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[first + i]);
+  const py::dict plan = trace_fn_(args);
+  return plan_from_python(plan);
+}
+
+KernelBinary PythonCompiler::compile(const KernelCache& kernel, const SpecializationKey& key, int capability) {
+  py::gil_scoped_acquire gil;
+  counters().host_entries.fetch_add(1, std::memory_order_relaxed);
+  py::list words(key.size);
+  for (uint32_t i = 0; i < key.size; ++i) words[i] = py::int_(key.words[i]);
+  const py::dict result = compile_fn_(kernel.id(), words, capability);
+  return binary_from_python(result);
+}
+
+}  // namespace torch_tile

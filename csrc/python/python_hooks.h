@@ -1,0 +1,35 @@
+// The runtime's slow-path hooks implemented by calling Python: tracing an op
+// body into a plan, and compiling a kernel variant with Triton. Both take the
+// GIL; neither runs in the steady state.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "../torch/tile_op.h"
+
+namespace torch_tile {
+
+// Hidden like pybind11's own types, which these classes hold.
+#define TORCH_TILE_PY_HIDDEN __attribute__((visibility("hidden")))
+
+class TORCH_TILE_PY_HIDDEN PythonPlanTracer final : public PlanTracer {
+ public:
+  explicit PythonPlanTracer(pybind11::object trace_fn) : trace_fn_(std::move(trace_fn)) {}
+  ~PythonPlanTracer() override;
+  std::unique_ptr<LaunchPlan> trace(TileOp& op, const torch::jit::Stack& stack, size_t first) override;
+
+ private:
+  pybind11::object trace_fn_;  // (args tuple) -> plan dict
+};
+
+class TORCH_TILE_PY_HIDDEN PythonCompiler final : public Compiler {
+ public:
+  explicit PythonCompiler(pybind11::object compile_fn) : compile_fn_(std::move(compile_fn)) {}
+  ~PythonCompiler() override;
+  KernelBinary compile(const KernelCache& kernel, const SpecializationKey& key, int capability) override;
+
+ private:
+  pybind11::object compile_fn_;  // (kernel_id, key words, capability) -> result dict
+};
+
+}  // namespace torch_tile

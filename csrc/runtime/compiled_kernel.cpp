@@ -1,0 +1,57 @@
+#include "compiled_kernel.h"
+
+#include "cuda_driver.h"
+#include "device_info.h"
+#include "error.h"
+
+namespace torch_tile {
+
+CompiledKernel::CompiledKernel(KernelBinary binary) : binary_(std::move(binary)) {}
+
+CompiledKernel::~CompiledKernel() {
+  if (!cuda_driver_loaded()) return;
+  const CudaDriver& d = cuda_driver();
+  for (cu::CUmodule m : modules_) {
+    // At interpreter exit the driver may already be shut down; nothing to do then.
+    if (m != nullptr) (void)d.cuModuleUnload(m);
+  }
+}
+
+cu::CUfunction CompiledKernel::load(int device) {
+  std::lock_guard<std::mutex> lock(load_mutex_);
+  if (cu::CUfunction f = functions_[device].load(std::memory_order_acquire)) return f;
+  const CudaDriver& d = cuda_driver();
+  const DeviceInfo& info = device_info(device);
+  if (binary_.shared_mem > info.max_shared_optin) {
+    fail(ErrorKind::Value, "kernel " + binary_.name + " needs " + std::to_string(binary_.shared_mem) +
+                               " bytes of shared memory; device " + std::to_string(device) +
+                               " allows " + std::to_string(info.max_shared_optin));
+  }
+  cu::CUmodule module = nullptr;
+  d.check(d.cuModuleLoadData(&module, binary_.cubin.data()), "cuModuleLoadData");
+  cu::CUfunction f = nullptr;
+  const cu::CUresult r = d.cuModuleGetFunction(&f, module, binary_.name.c_str());
+  if (r != cu::CUDA_SUCCESS) {
+    (void)d.cuModuleUnload(module);
+    d.fail_with(r, "cuModuleGetFunction");
+  }
+  // Shared memory above 48 KB must be opted into, once per function (as Triton does).
+  if (binary_.shared_mem > 49152) {
+    int static_shared = 0;
+    d.check(d.cuFuncGetAttribute(&static_shared, cu::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+            "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+    d.check(d.cuFuncSetCacheConfig(f, cu::CU_FUNC_CACHE_PREFER_SHARED), "cuFuncSetCacheConfig");
+    d.check(d.cuFuncSetAttribute(f, cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 info.max_shared_optin - static_shared),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  }
+  if (binary_.num_ctas == 16) {
+    d.check(d.cuFuncSetAttribute(f, cu::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+            "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
+  }
+  modules_[device] = module;
+  functions_[device].store(f, std::memory_order_release);
+  return f;
+}
+
+}  // namespace torch_tile

@@ -1,0 +1,65 @@
+// One compiled variant of a kernel: the frontend's binary and launch metadata,
+// plus the CUfunction loaded from it on each device that ran it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda_driver_api.h"
+#include "limits.h"
+
+namespace torch_tile {
+
+// How a runtime parameter is passed to the kernel (its width in the compiled
+// signature; Triton's `i32`, `i64`, `fp32`, `*fp16`, ...).
+enum class ParamType : int32_t { Pointer = 0, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64 };
+
+// What a frontend (Triton) hands back from a compile.
+struct KernelBinary {
+  std::string name;   // entry point in the cubin
+  std::string cubin;  // the binary, loaded with cuModuleLoadData
+  int32_t num_warps = 4;
+  int32_t num_ctas = 1;
+  int32_t shared_mem = 0;  // dynamic shared memory, bytes
+  bool launch_pdl = false;
+  bool launch_cooperative_grid = false;
+  int64_t global_scratch_size = 0;  // bytes per program (× grid)
+  int64_t global_scratch_align = 1;
+  int64_t profile_scratch_size = 0;
+  int64_t profile_scratch_align = 1;
+  // Kernel parameters passed at launch, by index into the launch bindings;
+  // Triton drops constexprs (including ints specialised to 1).
+  std::vector<int32_t> runtime_params;
+  std::vector<ParamType> runtime_param_types;  // parallel to runtime_params
+};
+
+class CompiledKernel {
+ public:
+  explicit CompiledKernel(KernelBinary binary);
+  ~CompiledKernel();
+  CompiledKernel(const CompiledKernel&) = delete;
+  CompiledKernel& operator=(const CompiledKernel&) = delete;
+
+  const KernelBinary& binary() const { return binary_; }
+
+  // The function on `device`, loading the module into that device's primary
+  // context on first use (the context must be current on this thread).
+  cu::CUfunction function(int device) {
+    cu::CUfunction f = functions_[device].load(std::memory_order_acquire);
+    return f != nullptr ? f : load(device);
+  }
+
+ private:
+  cu::CUfunction load(int device);
+
+  KernelBinary binary_;
+  std::array<std::atomic<cu::CUfunction>, kMaxDevices> functions_{};
+  std::array<cu::CUmodule, kMaxDevices> modules_{};
+  std::mutex load_mutex_;
+};
+
+}  // namespace torch_tile

@@ -1,0 +1,10 @@
+#include "counters.h"
+
+namespace torch_tile {
+
+Counters& counters() {
+  static Counters c;
+  return c;
+}
+
+}  // namespace torch_tile

@@ -1,0 +1,182 @@
+#include "expr.h"
+
+#include "error.h"
+
+namespace torch_tile {
+namespace {
+
+constexpr int kMaxStack = 32;
+
+int operand_count(ExprOp op) {
+  switch (op) {
+    case ExprOp::Const: return 1;
+    case ExprOp::Size: case ExprOp::Stride: return 2;
+    case ExprOp::Numel: case ExprOp::Scalar: return 1;
+    default: return 0;
+  }
+}
+
+int stack_effect(ExprOp op) {
+  switch (op) {
+    case ExprOp::Const: case ExprOp::Size: case ExprOp::Stride:
+    case ExprOp::Numel: case ExprOp::Scalar: return +1;
+    case ExprOp::Neg: case ExprOp::NextPow2: case ExprOp::Not: return 0;
+    default: return -1;  // binary
+  }
+}
+
+[[noreturn]] void overflow(const Expr& e) {
+  fail(ErrorKind::Value, "integer overflow (int64) while evaluating `" + e.text + "`");
+}
+
+const TensorArg& slot_of(const Expr& e, const EvalContext& ctx, int64_t slot) {
+  if (slot < 0 || slot >= ctx.num_slots || ctx.slots[slot].sizes == nullptr) {
+    fail(ErrorKind::Runtime, "expression `" + e.text + "` reads tensor slot " +
+                                 std::to_string(slot) + " which holds no tensor");
+  }
+  return ctx.slots[slot];
+}
+
+int64_t dim_of(const Expr& e, const TensorArg& t, int64_t dim) {
+  if (dim < 0) dim += t.ndim;
+  if (dim < 0 || dim >= t.ndim) {
+    fail(ErrorKind::Value, "expression `" + e.text + "` reads dimension " +
+                               std::to_string(dim) + " of a tensor of rank " +
+                               std::to_string(t.ndim));
+  }
+  return dim;
+}
+
+int64_t floor_div(const Expr& e, int64_t a, int64_t b) {
+  if (b == 0) fail(ErrorKind::Value, "division by zero while evaluating `" + e.text + "`");
+  if (a == INT64_MIN && b == -1) overflow(e);
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t floor_mod(const Expr& e, int64_t a, int64_t b) {
+  if (b == 0) fail(ErrorKind::Value, "modulo by zero while evaluating `" + e.text + "`");
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+int64_t next_pow2(const Expr& e, int64_t n) {
+  if (n <= 1) return 1;
+  if (n > (int64_t(1) << 62)) overflow(e);
+  uint64_t v = uint64_t(n) - 1;
+  v |= v >> 1; v |= v >> 2; v |= v >> 4; v |= v >> 8; v |= v >> 16; v |= v >> 32;
+  return int64_t(v + 1);
+}
+
+}  // namespace
+
+void Expr::validate() const {
+  int depth = 0;
+  size_t pc = 0;
+  while (pc < code.size()) {
+    const int64_t raw = code[pc];
+    if (raw < 0 || raw >= int64_t(ExprOp::Count_)) {
+      fail(ErrorKind::Runtime, "bad opcode " + std::to_string(raw) + " in expression `" + text + "`");
+    }
+    const ExprOp op = ExprOp(raw);
+    pc += 1 + operand_count(op);
+    depth += stack_effect(op);
+    if (depth < 1 || depth > kMaxStack || pc > code.size()) {
+      fail(ErrorKind::Runtime, "malformed expression `" + text + "`");
+    }
+  }
+  if (depth != 1) fail(ErrorKind::Runtime, "malformed expression `" + text + "`");
+}
+
+bool Expr::is_constant(int64_t* value) const {
+  if (code.size() == 2 && code[0] == int64_t(ExprOp::Const)) {
+    if (value) *value = code[1];
+    return true;
+  }
+  return false;
+}
+
+int64_t Expr::evaluate(const EvalContext& ctx) const {
+  int64_t stack[kMaxStack];
+  int sp = 0;
+  const int64_t* pc = code.data();
+  const int64_t* end = pc + code.size();
+  while (pc < end) {
+    const ExprOp op = ExprOp(*pc++);
+    switch (op) {
+      case ExprOp::Const: stack[sp++] = *pc++; continue;
+      case ExprOp::Size: {
+        const TensorArg& t = slot_of(*this, ctx, pc[0]);
+        stack[sp++] = t.sizes[dim_of(*this, t, pc[1])];
+        pc += 2;
+        continue;
+      }
+      case ExprOp::Stride: {
+        const TensorArg& t = slot_of(*this, ctx, pc[0]);
+        stack[sp++] = t.strides[dim_of(*this, t, pc[1])];
+        pc += 2;
+        continue;
+      }
+      case ExprOp::Numel: {
+        const TensorArg& t = slot_of(*this, ctx, *pc++);
+        int64_t n = 1;
+        for (int32_t d = 0; d < t.ndim; ++d) {
+          if (__builtin_mul_overflow(n, t.sizes[d], &n)) overflow(*this);
+        }
+        stack[sp++] = n;
+        continue;
+      }
+      case ExprOp::Scalar: {
+        const int64_t i = *pc++;
+        if (i < 0 || i >= ctx.num_scalars) {
+          fail(ErrorKind::Runtime, "expression `" + text + "` reads a missing scalar argument");
+        }
+        stack[sp++] = ctx.scalars[i];
+        continue;
+      }
+      case ExprOp::Neg:
+        if (stack[sp - 1] == INT64_MIN) overflow(*this);
+        stack[sp - 1] = -stack[sp - 1];
+        continue;
+      case ExprOp::NextPow2: stack[sp - 1] = next_pow2(*this, stack[sp - 1]); continue;
+      case ExprOp::Not: stack[sp - 1] = stack[sp - 1] == 0; continue;
+      default: break;
+    }
+    // Binary operators.
+    const int64_t b = stack[--sp];
+    int64_t& a = stack[sp - 1];
+    switch (op) {
+      case ExprOp::Add: if (__builtin_add_overflow(a, b, &a)) overflow(*this); break;
+      case ExprOp::Sub: if (__builtin_sub_overflow(a, b, &a)) overflow(*this); break;
+      case ExprOp::Mul: if (__builtin_mul_overflow(a, b, &a)) overflow(*this); break;
+      case ExprOp::FloorDiv: a = floor_div(*this, a, b); break;
+      case ExprOp::Mod: a = floor_mod(*this, a, b); break;
+      case ExprOp::Min: a = a < b ? a : b; break;
+      case ExprOp::Max: a = a > b ? a : b; break;
+      case ExprOp::Lt: a = a < b; break;
+      case ExprOp::Le: a = a <= b; break;
+      case ExprOp::Eq: a = a == b; break;
+      case ExprOp::Ne: a = a != b; break;
+      case ExprOp::Gt: a = a > b; break;
+      case ExprOp::Ge: a = a >= b; break;
+      case ExprOp::BitAnd: a = a & b; break;
+      case ExprOp::BitOr: a = a | b; break;
+      case ExprOp::BitXor: a = a ^ b; break;
+      case ExprOp::Shl:
+        if (b < 0 || b > 62 || (a != 0 && (a > (INT64_MAX >> b) || a < (INT64_MIN >> b)))) overflow(*this);
+        a = int64_t(uint64_t(a) << b);
+        break;
+      case ExprOp::Shr:
+        if (b < 0) fail(ErrorKind::Value, "negative shift count in `" + text + "`");
+        a = b > 63 ? (a < 0 ? -1 : 0) : (a >> b);
+        break;
+      default: fail(ErrorKind::Runtime, "bad opcode in expression `" + text + "`");
+    }
+  }
+  return stack[0];
+}
+
+}  // namespace torch_tile

@@ -1,0 +1,49 @@
+// All compiled variants of one frontend kernel (one @triton.jit function),
+// keyed by specialization. Reads take a shared lock; a miss compiles once
+// (single flight) through the registered Compiler.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "compiled_kernel.h"
+#include "specialization_key.h"
+
+namespace torch_tile {
+
+class KernelCache;
+
+// The frontend that turns (kernel, key, target) into a binary. The Python
+// layer implements it by calling Triton; it runs only on a cache miss.
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  virtual KernelBinary compile(const KernelCache& kernel, const SpecializationKey& key,
+                               int capability) = 0;
+};
+
+class KernelCache {
+ public:
+  KernelCache(int64_t id, std::string name) : id_(id), name_(std::move(name)) {}
+
+  int64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+
+  CompiledKernel* find(const SpecializationKey& key) const;
+  // find(), or compile with `compiler` for `capability` and insert.
+  CompiledKernel* get_or_compile(const SpecializationKey& key, Compiler& compiler, int capability);
+  size_t size() const;
+
+ private:
+  const int64_t id_;
+  const std::string name_;
+  mutable std::shared_mutex map_mutex_;
+  std::mutex compile_mutex_;  // single flight: one compile at a time per kernel
+  std::unordered_map<SpecializationKey, std::unique_ptr<CompiledKernel>, SpecializationKeyHash> variants_;
+};
+
+}  // namespace torch_tile

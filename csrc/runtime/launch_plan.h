@@ -1,0 +1,93 @@
+// A launch plan: what one traced op body does, as plain data. Guards select
+// the plan for a call; allocations and launches then run in order.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "expr.h"
+#include "specialization_key.h"
+#include "tensor_arg.h"
+
+namespace torch_tile {
+
+class KernelCache;
+
+// Dtype and rank every call must have for a tensor argument.
+struct TensorGuard {
+  int32_t arg = 0;
+  uint32_t dtype = 0;  // pack_dtype()
+  int32_t ndim = 0;
+};
+
+struct AllocStep {
+  enum class Kind : int32_t { Empty, EmptyLike };
+  Kind kind = Kind::Empty;
+  std::vector<Expr> shape;  // Empty: sizes (contiguous)
+  int32_t like_slot = -1;   // EmptyLike: the tensor whose layout is copied
+  uint32_t dtype = 0;       // pack_dtype()
+  bool zero = false;        // zeros / zeros_like
+};
+
+enum class BindingKind : int32_t {
+  Tensor = 0,     // pointer of a tensor slot
+  Int = 1,        // integer expression, i32 or i64 by value (as Triton)
+  Bool = 2,       // u1 from an expression
+  Float = 3,      // fp32 from a float argument or constant
+  Constexpr = 4,  // integer expression whose value enters the key
+  Static = 5,     // compile-time constant known at trace time (in config_id)
+};
+
+struct Binding {
+  BindingKind kind = BindingKind::Static;
+  int32_t slot = -1;         // Tensor: slot; Float: float argument index or -1
+  Expr expr;                 // Int, Bool, Constexpr
+  double float_value = 0.0;  // Float constant
+  bool specialize = true;    // false under do_not_specialize
+  bool specialize_alignment = true;
+};
+
+class CompiledKernel;
+
+// Monomorphic inline cache of a launch step: the last key and its variant,
+// checked before the kernel's hash map. Entries are immutable once published.
+class InlineCache {
+ public:
+  CompiledKernel* lookup(const SpecializationKey& key) const;
+  void remember(const SpecializationKey& key, CompiledKernel* kernel);
+
+ private:
+  struct Entry {
+    SpecializationKey key;
+    CompiledKernel* kernel;
+  };
+  std::atomic<const Entry*> last_{nullptr};
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Entry>> entries_;  // kept alive for concurrent readers
+};
+
+// One kernel launch of the plan.
+struct LaunchStep {
+  std::shared_ptr<KernelCache> kernel;
+  int64_t config_id = 0;  // interned static part: constants, options
+  Expr grid[3];
+  std::vector<Binding> bindings;  // one per kernel parameter, in order
+  std::string site;               // "file:line" of the launch in the op body
+  std::unique_ptr<InlineCache> inline_cache = std::make_unique<InlineCache>();
+};
+
+struct LaunchPlan {
+  std::vector<TensorGuard> tensor_guards;
+  std::vector<Expr> guards;  // each must evaluate to non-zero
+  std::vector<AllocStep> allocs;
+  std::vector<LaunchStep> launches;
+  std::vector<int32_t> outputs;  // slots returned, in order
+
+  void validate(int num_args) const;
+};
+
+}  // namespace torch_tile

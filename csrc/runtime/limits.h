@@ -1,0 +1,13 @@
+// Fixed capacities that let the launch path run without heap allocation.
+#pragma once
+
+namespace torch_tile {
+
+constexpr int kMaxDevices = 64;      // CUDA device ordinals served
+constexpr int kMaxOpArgs = 64;       // schema arguments of one op
+constexpr int kMaxSlots = 96;        // op arguments + allocated outputs
+constexpr int kMaxKernelParams = 120;  // parameters of one kernel
+constexpr int kMaxPlans = 256;       // launch plans (guard sets) per op
+constexpr int kMaxShapeRank = 16;    // rank of an allocated output
+
+}  // namespace torch_tile

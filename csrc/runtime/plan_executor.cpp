@@ -1,0 +1,274 @@
+#include "plan_executor.h"
+
+#include <cstring>
+#include <string>
+
+#include "counters.h"
+#include "cuda_driver.h"
+#include "device_info.h"
+#include "error.h"
+
+namespace torch_tile {
+
+CompiledKernel* InlineCache::lookup(const SpecializationKey& key) const {
+  const Entry* e = last_.load(std::memory_order_acquire);
+  return (e != nullptr && e->key == key) ? e->kernel : nullptr;
+}
+
+void InlineCache::remember(const SpecializationKey& key, CompiledKernel* kernel) {
+  auto entry = std::make_unique<Entry>(Entry{key, kernel});
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_.store(entry.get(), std::memory_order_release);
+  entries_.push_back(std::move(entry));
+}
+
+void LaunchPlan::validate(int num_args) const {
+  const int num_slots = num_args + int(allocs.size());
+  if (num_args > kMaxOpArgs || num_slots > kMaxSlots) {
+    fail(ErrorKind::NotImplemented, "op has too many arguments or outputs for torch_tile");
+  }
+  auto check_slot = [&](int slot) {
+    if (slot < 0 || slot >= num_slots) fail(ErrorKind::Runtime, "launch plan references a bad slot");
+  };
+  for (const TensorGuard& g : tensor_guards) check_slot(g.arg);
+  for (const Expr& g : guards) g.validate();
+  for (const AllocStep& a : allocs) {
+    if (a.kind == AllocStep::Kind::EmptyLike) check_slot(a.like_slot);
+    if (a.shape.size() > size_t(kMaxShapeRank)) fail(ErrorKind::NotImplemented, "output rank too large");
+    for (const Expr& e : a.shape) e.validate();
+  }
+  for (const LaunchStep& l : launches) {
+    if (!l.kernel) fail(ErrorKind::Runtime, "launch plan step without a kernel");
+    if (l.bindings.size() > size_t(kMaxKernelParams)) {
+      fail(ErrorKind::NotImplemented, "kernel " + l.kernel->name() + " has more than " +
+                                          std::to_string(kMaxKernelParams) + " parameters");
+    }
+    for (const Expr& g : l.grid) g.validate();
+    for (const Binding& b : l.bindings) {
+      if (b.kind == BindingKind::Tensor) check_slot(b.slot);
+      if (b.kind == BindingKind::Int || b.kind == BindingKind::Bool || b.kind == BindingKind::Constexpr) {
+        b.expr.validate();
+      }
+    }
+  }
+  for (int32_t s : outputs) check_slot(s);
+}
+
+namespace {
+
+// One kernel parameter's value for this call, before packing.
+union ParamValue {
+  int64_t i;
+  double f;
+  void* p;
+};
+
+void evaluate_bindings(const LaunchStep& step, const CallArgs& args, ParamValue* values) {
+  const EvalContext ctx = args.eval();
+  for (size_t i = 0; i < step.bindings.size(); ++i) {
+    const Binding& b = step.bindings[i];
+    switch (b.kind) {
+      case BindingKind::Tensor: values[i].p = args.slots[b.slot].data; break;
+      case BindingKind::Int:
+      case BindingKind::Bool:
+      case BindingKind::Constexpr: values[i].i = b.expr.evaluate(ctx); break;
+      case BindingKind::Float: values[i].f = b.slot >= 0 ? args.floats[b.slot] : b.float_value; break;
+      case BindingKind::Static: values[i].i = 0; break;
+    }
+  }
+}
+
+void key_from_values(const LaunchStep& step, const CallArgs& args, const ParamValue* values,
+                     SpecializationKey& key) {
+  key.size = 0;
+  key.push(uint64_t(step.config_id));
+  for (size_t i = 0; i < step.bindings.size(); ++i) {
+    const Binding& b = step.bindings[i];
+    switch (b.kind) {
+      case BindingKind::Tensor:
+        key.push(pointer_key_word(pack_dtype(args.slots[b.slot].dtype), values[i].p, b.specialize,
+                                  b.specialize_alignment));
+        break;
+      case BindingKind::Int: key.push(int_key_word(values[i].i, b.specialize)); break;
+      case BindingKind::Constexpr: key.push(uint64_t(values[i].i)); break;
+      default: key.push(0); break;
+    }
+  }
+  key.finish();
+}
+
+[[noreturn]] void param_overflow(const char* op, const LaunchStep& step, size_t param, int64_t v,
+                                 const char* type) {
+  fail(ErrorKind::Value, std::string(op) + ": argument " + std::to_string(param) + " of kernel " +
+                             step.kernel->name() + " (launched at " + step.site + ") is " +
+                             std::to_string(v) + ", which does not fit the parameter's type " + type);
+}
+
+// Packs one runtime parameter into `slot` at the width the compiled kernel takes.
+void pack_param(const char* op, const LaunchStep& step, size_t index, ParamType type,
+                const ParamValue& v, uint64_t* slot) {
+  const int64_t i = v.i;
+  auto in_range = [&](int64_t lo, int64_t hi, const char* name) {
+    if (i < lo || i > hi) param_overflow(op, step, index, i, name);
+  };
+  *slot = 0;
+  switch (type) {
+    case ParamType::Pointer: std::memcpy(slot, &v.p, sizeof(void*)); break;
+    case ParamType::I8: in_range(INT8_MIN, INT8_MAX, "i8"); *reinterpret_cast<int8_t*>(slot) = int8_t(i); break;
+    case ParamType::U8: in_range(0, UINT8_MAX, "u8"); *reinterpret_cast<uint8_t*>(slot) = uint8_t(i); break;
+    case ParamType::I16: in_range(INT16_MIN, INT16_MAX, "i16"); *reinterpret_cast<int16_t*>(slot) = int16_t(i); break;
+    case ParamType::U16: in_range(0, UINT16_MAX, "u16"); *reinterpret_cast<uint16_t*>(slot) = uint16_t(i); break;
+    case ParamType::I32: in_range(INT32_MIN, INT32_MAX, "i32"); *reinterpret_cast<int32_t*>(slot) = int32_t(i); break;
+    case ParamType::U32: in_range(0, UINT32_MAX, "u32"); *reinterpret_cast<uint32_t*>(slot) = uint32_t(i); break;
+    case ParamType::I64: *reinterpret_cast<int64_t*>(slot) = i; break;
+    case ParamType::U64: in_range(0, INT64_MAX, "u64"); *reinterpret_cast<uint64_t*>(slot) = uint64_t(i); break;
+    case ParamType::F32: *reinterpret_cast<float*>(slot) = float(v.f); break;
+    case ParamType::F64: *reinterpret_cast<double*>(slot) = v.f; break;
+  }
+}
+
+CompiledKernel* find_variant(const LaunchStep& step, const SpecializationKey& key, Compiler& compiler,
+                             int device) {
+  if (CompiledKernel* k = step.inline_cache->lookup(key)) return k;
+  counters().map_lookups.fetch_add(1, std::memory_order_relaxed);
+  CompiledKernel* k = step.kernel->get_or_compile(key, compiler, device_info(device).capability);
+  step.inline_cache->remember(key, k);
+  return k;
+}
+
+[[noreturn]] void grid_error(const char* op, const LaunchStep& step, int d, int64_t value,
+                             const std::string& why) {
+  fail(ErrorKind::Value, std::string(op) + ": grid dimension " + std::to_string(d) + " of kernel " +
+                             step.kernel->name() + " (launched at " + step.site + ") is " +
+                             std::to_string(value) + why);
+}
+
+}  // namespace
+
+void PreparedLaunch::bind() {
+  for (size_t j = 0; j < num_params; ++j) params[j] = &storage[j];
+  config.attrs = attrs;
+}
+
+bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Compiler& compiler,
+                    const char* op, PreparedLaunch& out) {
+  const EvalContext ctx = args.eval();
+  int64_t grid[3];
+  for (int d = 0; d < 3; ++d) {
+    grid[d] = step.grid[d].evaluate(ctx);
+    if (grid[d] < 0) grid_error(op, step, d, grid[d], " (`" + step.grid[d].text + "`)");
+  }
+  // A grid with a zero dimension launches nothing, exactly as Triton's launcher.
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return false;
+
+  ParamValue values[kMaxKernelParams];
+  evaluate_bindings(step, args, values);
+  SpecializationKey key;
+  key_from_values(step, args, values, key);
+  CompiledKernel* kernel = find_variant(step, key, compiler, args.device);
+  const KernelBinary& bin = kernel->binary();
+
+  const DeviceInfo& info = device_info(args.device);
+  const int64_t launch_grid[3] = {grid[0] * bin.num_ctas, grid[1], grid[2]};
+  for (int d = 0; d < 3; ++d) {
+    if (launch_grid[d] > info.max_grid[d]) {
+      grid_error(op, step, d, launch_grid[d], ", above the device's limit " + std::to_string(info.max_grid[d]));
+    }
+  }
+
+  const size_t n = bin.runtime_params.size();
+  for (size_t j = 0; j < n; ++j) {
+    const int32_t p = bin.runtime_params[j];
+    pack_param(op, step, size_t(p), bin.runtime_param_types[j], values[p], &out.storage[j]);
+  }
+  // Triton's trailing scratch pointers: one buffer sized per program, or null.
+  const int64_t programs = grid[0] * grid[1] * grid[2] * bin.num_ctas;
+  void* global_scratch = bin.global_scratch_size > 0
+                             ? host.scratch(size_t(programs * bin.global_scratch_size), size_t(bin.global_scratch_align))
+                             : nullptr;
+  void* profile_scratch = bin.profile_scratch_size > 0
+                              ? host.scratch(size_t(programs * bin.profile_scratch_size), size_t(bin.profile_scratch_align))
+                              : nullptr;
+  std::memcpy(&out.storage[n], &global_scratch, sizeof(void*));
+  std::memcpy(&out.storage[n + 1], &profile_scratch, sizeof(void*));
+  out.num_params = n + 2;
+
+  std::memset(out.attrs, 0, sizeof(out.attrs));
+  unsigned num_attrs = 0;
+  if (bin.launch_pdl) {
+    out.attrs[num_attrs].id = cu::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    out.attrs[num_attrs++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  if (bin.launch_cooperative_grid) {
+    out.attrs[num_attrs].id = cu::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    out.attrs[num_attrs++].value.cooperative = 1;
+  }
+  if (bin.num_ctas != 1) {
+    out.attrs[num_attrs].id = cu::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    out.attrs[num_attrs].value.clusterDim.x = unsigned(bin.num_ctas);
+    out.attrs[num_attrs].value.clusterDim.y = 1;
+    out.attrs[num_attrs++].value.clusterDim.z = 1;
+    out.attrs[num_attrs].id = cu::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+    out.attrs[num_attrs++].value.clusterSchedulingPolicyPreference = cu::CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
+  }
+  out.config = cu::CUlaunchConfig{};
+  out.config.gridDimX = unsigned(launch_grid[0]);
+  out.config.gridDimY = unsigned(launch_grid[1]);
+  out.config.gridDimZ = unsigned(launch_grid[2]);
+  out.config.blockDimX = unsigned(32 * bin.num_warps);
+  out.config.blockDimY = 1;
+  out.config.blockDimZ = 1;
+  out.config.sharedMemBytes = unsigned(bin.shared_mem);
+  out.config.hStream = host.stream();
+  out.config.numAttrs = num_attrs;
+  out.function = kernel->function(args.device);
+  out.bind();
+  return true;
+}
+
+void submit_launch(const PreparedLaunch& launch, const LaunchStep& step, const char* op) {
+  const CudaDriver& d = cuda_driver();
+  const cu::CUresult r = d.cuLaunchKernelEx(&launch.config, launch.function,
+                                            const_cast<void**>(launch.params), nullptr);
+  if (r != cu::CUDA_SUCCESS) {
+    fail(ErrorKind::Runtime, std::string(op) + ": launching kernel " + step.kernel->name() + " (at " +
+                                 step.site + ") failed: " + d.describe(r));
+  }
+}
+
+void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey& key) {
+  ParamValue values[kMaxKernelParams];
+  evaluate_bindings(step, args, values);
+  key_from_values(step, args, values, key);
+}
+
+void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, Compiler& compiler,
+              const char* op_name, PreparedLaunch* last) {
+  int slot = args.num_args;
+  for (const AllocStep& a : plan.allocs) {
+    const EvalContext ctx = args.eval();  // earlier outputs are readable too
+    int64_t shape[kMaxShapeRank];
+    const int rank = int(a.shape.size());
+    for (int d = 0; d < rank; ++d) {
+      shape[d] = a.shape[d].evaluate(ctx);
+      if (shape[d] < 0) {
+        fail(ErrorKind::Value, std::string(op_name) + ": output size `" + a.shape[d].text + "` is " +
+                                   std::to_string(shape[d]));
+      }
+    }
+    args.slots[slot] = host.allocate(slot, a, shape, rank);
+    args.num_slots = ++slot;
+  }
+  if (!plan.launches.empty()) ensure_context(args.device);
+  PreparedLaunch launch;
+  for (const LaunchStep& step : plan.launches) {
+    if (!prepare_launch(step, args, host, compiler, op_name, launch)) continue;
+    submit_launch(launch, step, op_name);
+    if (last != nullptr) {
+      *last = launch;
+      last->bind();
+    }
+  }
+}
+
+}  // namespace torch_tile

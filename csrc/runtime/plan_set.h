@@ -1,0 +1,37 @@
+// The launch plans of one op. Selection is lock-free (plans are published
+// once and never change); adding a plan after a retrace takes a mutex.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "call_args.h"
+#include "launch_plan.h"
+#include "limits.h"
+
+namespace torch_tile {
+
+class PlanSet {
+ public:
+  // The first plan whose guards hold for `args`, or nullptr.
+  const LaunchPlan* select(const CallArgs& args) const;
+  // Publishes a plan; throws when the op has too many.
+  const LaunchPlan* add(std::unique_ptr<LaunchPlan> plan);
+  int size() const { return count_.load(std::memory_order_acquire); }
+  // Serialises retracing, so that concurrent first calls trace once.
+  std::mutex& trace_mutex() { return trace_mutex_; }
+
+ private:
+  std::array<std::atomic<const LaunchPlan*>, kMaxPlans> plans_{};
+  std::atomic<int> count_{0};
+  std::mutex add_mutex_;
+  std::mutex trace_mutex_;
+  std::vector<std::unique_ptr<LaunchPlan>> owned_;
+};
+
+bool plan_matches(const LaunchPlan& plan, const CallArgs& args);
+
+}  // namespace torch_tile

@@ -1,0 +1,69 @@
+// The specialization of one kernel launch, as Triton's JIT computes it: one
+// word per kernel parameter plus the launch site's static configuration.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "limits.h"
+
+namespace torch_tile {
+
+// Encoding of a parameter's word (decoded again by the Python frontend).
+namespace key_word {
+// Pointers: dtype << 2 | alignment state.
+constexpr uint64_t kNotSpecialized = 0;
+constexpr uint64_t kUnaligned = 1;
+constexpr uint64_t kAligned16 = 2;
+// Integers: type << 2 | value class.
+constexpr uint64_t kInt32 = 0;
+constexpr uint64_t kInt64 = 1;
+constexpr uint64_t kValueAny = 0;    // do_not_specialize
+constexpr uint64_t kValueOne = 1;    // == 1: becomes a constexpr
+constexpr uint64_t kValueDiv16 = 2;  // % 16 == 0
+constexpr uint64_t kValueOther = 3;
+}  // namespace key_word
+
+struct SpecializationKey {
+  uint32_t size = 0;
+  uint64_t hash = 0;
+  uint64_t words[kMaxKernelParams + 1];
+
+  void push(uint64_t w) { words[size++] = w; }
+  void finish() {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
+    for (uint32_t i = 0; i < size; ++i) {
+      uint64_t z = h + words[i] + 0x9e3779b97f4a7c15ULL;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      h = z ^ (z >> 31);
+    }
+    hash = h;
+  }
+  bool operator==(const SpecializationKey& o) const {
+    return hash == o.hash && size == o.size &&
+           std::memcmp(words, o.words, size * sizeof(uint64_t)) == 0;
+  }
+};
+
+struct SpecializationKeyHash {
+  size_t operator()(const SpecializationKey& k) const { return size_t(k.hash); }
+};
+
+// Triton's rules for an integer argument (native_specialize_impl).
+inline uint64_t int_key_word(int64_t v, bool specialize) {
+  using namespace key_word;
+  const uint64_t type = (v >= INT32_MIN && v <= INT32_MAX) ? kInt32 : kInt64;
+  uint64_t cls = kValueAny;
+  if (specialize) cls = v == 1 ? kValueOne : (v % 16 == 0 ? kValueDiv16 : kValueOther);
+  return type << 2 | cls;
+}
+
+inline uint64_t pointer_key_word(uint32_t packed_dtype, const void* p, bool specialize, bool align) {
+  using namespace key_word;
+  uint64_t state = kNotSpecialized;
+  if (specialize) state = (align && (reinterpret_cast<uintptr_t>(p) % 16 == 0)) ? kAligned16 : kUnaligned;
+  return uint64_t(packed_dtype) << 2 | state;
+}
+
+}  // namespace torch_tile

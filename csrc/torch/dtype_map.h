@@ -1,0 +1,14 @@
+// at::ScalarType <-> DLDataType, the runtime's dtype vocabulary.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include "../runtime/tensor_arg.h"
+
+namespace torch_tile {
+
+// Returns false for dtypes a tile kernel cannot take (complex, quantized...).
+bool to_dl_dtype(c10::ScalarType t, DLDataType* out);
+c10::ScalarType to_scalar_type(DLDataType t);
+
+}  // namespace torch_tile

@@ -1,0 +1,168 @@
+#include "tile_op.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "../runtime/counters.h"
+#include "../runtime/plan_executor.h"
+#include "dtype_map.h"
+#include "error_translation.h"
+#include "torch_launch_host.h"
+
+namespace torch_tile {
+namespace {
+
+class TileOpKernel final : public c10::OperatorKernel {
+ public:
+  explicit TileOpKernel(std::shared_ptr<TileOp> op) : op_(std::move(op)) {}
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    op_->call(*stack);
+  }
+
+ private:
+  std::shared_ptr<TileOp> op_;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<TileOp>> ops;
+  std::vector<std::unique_ptr<torch::Library>> libraries;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: the dispatcher outlives static teardown
+  return *r;
+}
+
+std::string argument_name(const TileOp& op, size_t i) {
+  const auto handle = c10::Dispatcher::singleton().findSchema({op.qualname(), ""});
+  if (handle.has_value()) {
+    const auto& args = handle->schema().arguments();
+    if (i < args.size()) return "'" + args[i].name() + "'";
+  }
+  return "#" + std::to_string(i);
+}
+
+[[noreturn]] void bad_argument(const TileOp& op, ErrorKind kind, size_t i, const std::string& expected,
+                               const std::string& got) {
+  fail(kind, op.qualname() + ": argument " + argument_name(op, i) + " expected " + expected + ", got " + got);
+}
+
+// Reads the op's arguments from the stack into `args` and finds their device.
+void read_arguments(const TileOp& op, const c10::IValue* in, CallArgs& args) {
+  const size_t n = op.arg_kinds().size();
+  args.num_args = int32_t(n);
+  args.num_slots = int32_t(n);
+  int first_tensor = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const c10::IValue& v = in[i];
+    args.slots[i] = TensorArg{};
+    switch (op.arg_kinds()[i]) {
+      case ArgKind::Tensor: {
+        const at::Tensor& t = v.toTensor();
+        if (!t.defined()) bad_argument(op, ErrorKind::Value, i, "a defined tensor", "an undefined tensor");
+        if (!t.is_cuda()) {
+          bad_argument(op, ErrorKind::Value, i, "a CUDA tensor (all tensor arguments on one device)",
+                       "a tensor on " + t.device().str());
+        }
+        DLDataType dl{};
+        if (!to_dl_dtype(t.scalar_type(), &dl)) {
+          bad_argument(op, ErrorKind::Type, i, "a dtype a tile kernel can take",
+                       std::string(c10::toString(t.scalar_type())));
+        }
+        const int device = t.device().index();
+        if (first_tensor < 0) {
+          first_tensor = int(i);
+          args.device = device;
+        } else if (device != args.device) {
+          bad_argument(op, ErrorKind::Value, i,
+                       "a tensor on cuda:" + std::to_string(args.device) + " like argument " +
+                           argument_name(op, size_t(first_tensor)),
+                       "a tensor on " + t.device().str());
+        }
+        args.slots[i] = view_of(t, dl);
+        break;
+      }
+      case ArgKind::Int: args.ints[i] = v.toInt(); break;
+      case ArgKind::Bool: args.ints[i] = v.toBool() ? 1 : 0; break;
+      case ArgKind::Float: args.floats[i] = v.toDouble(); break;
+      case ArgKind::Other: break;
+    }
+  }
+  if (first_tensor < 0) {
+    fail(ErrorKind::Value, op.qualname() + ": the CUDA implementation needs at least one tensor argument");
+  }
+}
+
+}  // namespace
+
+TileOp::TileOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
+               std::shared_ptr<PlanTracer> tracer, std::shared_ptr<Compiler> compiler)
+    : qualname_(std::move(qualname)), arg_kinds_(std::move(arg_kinds)), num_returns_(num_returns),
+      tracer_(std::move(tracer)), compiler_(std::move(compiler)) {
+  if (arg_kinds_.size() > size_t(kMaxOpArgs)) {
+    fail(ErrorKind::NotImplemented, qualname_ + ": more than " + std::to_string(kMaxOpArgs) + " arguments");
+  }
+}
+
+const LaunchPlan& TileOp::plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first) {
+  if (const LaunchPlan* p = plans_.select(args)) return *p;
+  // Slow path: trace the body once for this case, even if threads race here.
+  std::lock_guard<std::mutex> lock(plans_.trace_mutex());
+  if (const LaunchPlan* p = plans_.select(args)) return *p;
+  std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, stack, first);
+  counters().traces.fetch_add(1, std::memory_order_relaxed);
+  plan->validate(int(arg_kinds_.size()));
+  if (!plan_matches(*plan, args)) {
+    fail(ErrorKind::Runtime, qualname_ + ": the traced plan's guards do not hold for the call that traced it");
+  }
+  return *plans_.add(std::move(plan));
+}
+
+void TileOp::call(torch::jit::Stack& stack, PreparedLaunch* last) {
+  const size_t n = arg_kinds_.size();
+  const size_t first = stack.size() - n;
+  const c10::IValue* in = stack.data() + first;
+  try {
+    CallArgs args;
+    read_arguments(*this, in, args);
+    const c10::DeviceGuard device_guard(c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device)));
+    const LaunchPlan& plan = plan_for(args, stack, first);
+    TorchLaunchHost host(args, in, c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device)));
+    run_plan(plan, args, host, *compiler_, qualname_.c_str(), last);
+    torch::jit::drop(stack, n);
+    for (int32_t slot : plan.outputs) torch::jit::push(stack, std::move(host.output(slot)));
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
+void register_tile_op(std::shared_ptr<TileOp> op, const std::string& dispatch_key) {
+  const std::string& qualname = op->qualname();
+  const size_t sep = qualname.find("::");
+  if (sep == std::string::npos) {
+    fail(ErrorKind::Value, "op name must be 'namespace::name', got '" + qualname + "'");
+  }
+  const std::string ns = qualname.substr(0, sep);
+  const std::string name = qualname.substr(sep + 2);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns,
+                                              c10::parseDispatchKey(dispatch_key), __FILE__, __LINE__);
+  lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<TileOpKernel>(op)));
+  r.libraries.push_back(std::move(lib));
+  r.ops[qualname] = std::move(op);
+}
+
+std::shared_ptr<TileOp> find_tile_op(const std::string& qualname) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.ops.find(qualname);
+  return it == r.ops.end() ? nullptr : it->second;
+}
+
+}  // namespace torch_tile

@@ -1,0 +1,66 @@
+// A tile op registered with the dispatcher: its schema-derived argument
+// layout, its launch plans, and the boxed CUDA kernel that runs them.
+#pragma once
+
+#include <ATen/core/stack.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../runtime/kernel_cache.h"
+#include "../runtime/launch_plan.h"
+#include "../runtime/plan_executor.h"
+#include "../runtime/plan_set.h"
+
+namespace torch_tile {
+
+class TileOp;
+
+// Called (rarely) when no plan matches a call: traces the op body for these
+// arguments. Implemented by the Python layer, which takes the GIL.
+class PlanTracer {
+ public:
+  virtual ~PlanTracer() = default;
+  virtual std::unique_ptr<LaunchPlan> trace(TileOp& op, const torch::jit::Stack& stack,
+                                            size_t first_arg) = 0;
+};
+
+// What kind of value each schema argument carries.
+enum class ArgKind : int32_t { Tensor = 0, Int = 1, Float = 2, Bool = 3, Other = 4 };
+
+class TileOp {
+ public:
+  TileOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
+         std::shared_ptr<PlanTracer> tracer, std::shared_ptr<Compiler> compiler);
+
+  const std::string& qualname() const { return qualname_; }
+  const std::vector<ArgKind>& arg_kinds() const { return arg_kinds_; }
+  int num_returns() const { return num_returns_; }
+  PlanSet& plans() { return plans_; }
+  Compiler& compiler() { return *compiler_; }
+
+  // The boxed CUDA implementation: reads arguments from the stack, selects or
+  // traces a plan, runs it on the current stream, pushes the outputs.
+  // `last`, when given, receives the last launch (for the driver-floor benchmark).
+  void call(torch::jit::Stack& stack, PreparedLaunch* last = nullptr);
+
+ private:
+  const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
+
+  const std::string qualname_;
+  const std::vector<ArgKind> arg_kinds_;
+  const int num_returns_;
+  std::shared_ptr<PlanTracer> tracer_;
+  std::shared_ptr<Compiler> compiler_;
+  PlanSet plans_;
+};
+
+// Registers `op` as the implementation of its qualname for `dispatch_key`
+// ("CUDA"); the schema must already be defined. Kept for the process lifetime.
+void register_tile_op(std::shared_ptr<TileOp> op, const std::string& dispatch_key);
+
+// The registered op of that name, or nullptr.
+std::shared_ptr<TileOp> find_tile_op(const std::string& qualname);
+
+}  // namespace torch_tile

@@ -1,0 +1,40 @@
+"""torch_tile: tile kernels (Triton) as native PyTorch operators.
+
+``@torch_tile.op("tile::name")`` turns a Python body that allocates outputs and
+launches ``@triton.jit`` kernels into ``torch.ops.tile.name``, whose CUDA
+implementation evaluates a traced launch plan, computes Triton's
+specialization key, finds the compiled variant and calls ``cuLaunchKernelEx``
+on the current stream, all in C++. Python runs only on a cache miss.
+"""
+
+import torch  # noqa: F401  (loads libtorch before the extension)
+
+from . import _C
+from ._expr import SymbolicInt, sym_max, sym_min
+from ._op import TileOp, op
+from ._tracer import TraceError, TensorProxy
+from ._triton_frontend import compile_count, compile_variant
+
+__version__ = "0.1.0"
+
+
+def runtime_counters() -> dict:
+    """Slow-path counters of the C++ runtime: ``traces`` (plans traced),
+    ``compiles`` (variants compiled), ``host_entries`` (times C++ called into
+    Python: traces + compiles), ``map_lookups`` (inline-cache misses)."""
+    return dict(_C.counters())
+
+
+__all__ = [
+    "op",
+    "TileOp",
+    "TraceError",
+    "TensorProxy",
+    "SymbolicInt",
+    "sym_min",
+    "sym_max",
+    "compile_count",
+    "compile_variant",
+    "runtime_counters",
+    "__version__",
+]

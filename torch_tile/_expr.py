@@ -1,0 +1,259 @@
+"""Symbolic integers of the tracer and their postfix bytecode.
+
+A ``SymbolicInt`` carries an expression over the call's tensor metadata and
+integer arguments together with its concrete value for the call being traced
+(like a SymInt with a hint). Arithmetic stays symbolic; turning one into a
+Python ``bool``/``int`` records a guard, as Dynamo does. The opcodes match
+``csrc/runtime/expr.h``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Callable, Optional
+
+
+class Op(enum.IntEnum):
+    CONST = 0
+    SIZE = 1
+    STRIDE = 2
+    NUMEL = 3
+    SCALAR = 4
+    ADD = 5
+    SUB = 6
+    MUL = 7
+    FLOORDIV = 8
+    MOD = 9
+    NEG = 10
+    MIN = 11
+    MAX = 12
+    NEXT_POW2 = 13
+    LT = 14
+    LE = 15
+    EQ = 16
+    NE = 17
+    GT = 18
+    GE = 19
+    NOT = 20
+    BITAND = 21
+    BITOR = 22
+    BITXOR = 23
+    SHL = 24
+    SHR = 25
+
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _floordiv(a: int, b: int) -> int:
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero in an op body")
+    return a // b
+
+
+def _mod(a: int, b: int) -> int:
+    if b == 0:
+        raise ZeroDivisionError("integer modulo by zero in an op body")
+    return a % b
+
+
+_BINARY: dict[Op, tuple[str, Callable[[int, int], int]]] = {
+    Op.ADD: ("+", lambda a, b: a + b),
+    Op.SUB: ("-", lambda a, b: a - b),
+    Op.MUL: ("*", lambda a, b: a * b),
+    Op.FLOORDIV: ("//", _floordiv),
+    Op.MOD: ("%", _mod),
+    Op.BITAND: ("&", lambda a, b: a & b),
+    Op.BITOR: ("|", lambda a, b: a | b),
+    Op.BITXOR: ("^", lambda a, b: a ^ b),
+    Op.SHL: ("<<", lambda a, b: a << b),
+    Op.SHR: (">>", lambda a, b: a >> b),
+}
+
+_COMPARE: dict[Op, tuple[str, Callable[[int, int], bool]]] = {
+    Op.LT: ("<", lambda a, b: a < b),
+    Op.LE: ("<=", lambda a, b: a <= b),
+    Op.EQ: ("==", lambda a, b: a == b),
+    Op.NE: ("!=", lambda a, b: a != b),
+    Op.GT: (">", lambda a, b: a > b),
+    Op.GE: (">=", lambda a, b: a >= b),
+}
+
+
+class GuardSink:
+    """Receives the guards recorded while tracing (implemented by the tracer)."""
+
+    def add_guard(self, code: tuple[int, ...], text: str, origin: Optional["SymbolicInt"] = None) -> None:
+        raise NotImplementedError
+
+    def note_arithmetic(self) -> None:
+        """Called on every symbolic operation (see the tracer's parse-guard logic)."""
+
+
+class SymbolicInt:
+    """An int64 expression with the concrete value of the call being traced."""
+
+    __slots__ = ("code", "text", "value", "sink", "is_bool")
+
+    def __init__(self, code: tuple[int, ...], text: str, value: int, sink: GuardSink, is_bool: bool = False):
+        if not (INT64_MIN <= value <= INT64_MAX):
+            raise OverflowError(f"`{text}` = {value} does not fit in int64")
+        self.code = code
+        self.text = text
+        self.value = value
+        self.sink = sink
+        self.is_bool = is_bool
+
+    # -- construction -------------------------------------------------------
+    def _lift(self, other) -> Optional["SymbolicInt"]:
+        if isinstance(other, SymbolicInt):
+            return other
+        if isinstance(other, bool):
+            other = int(other)
+        if isinstance(other, int):
+            return SymbolicInt((Op.CONST, other), str(other), other, self.sink)
+        return None
+
+    def _binary(self, other, op: Op, reverse: bool = False):
+        rhs = self._lift(other)
+        if rhs is None:
+            return NotImplemented
+        a, b = (rhs, self) if reverse else (self, rhs)
+        symbol, fn = _BINARY[op]
+        self.sink.note_arithmetic()
+        return SymbolicInt(a.code + b.code + (op,), f"({a.text} {symbol} {b.text})", fn(a.value, b.value), self.sink)
+
+    def _compare(self, other, op: Op):
+        rhs = self._lift(other)
+        if rhs is None:
+            return NotImplemented
+        symbol, fn = _COMPARE[op]
+        result = fn(self.value, rhs.value)
+        code = self.code + rhs.code + (op,)
+        text = f"{self.text} {symbol} {rhs.text}"
+        if result:
+            self.sink.add_guard(code, text)
+        else:
+            self.sink.add_guard(code + (Op.NOT,), f"not ({text})")
+        return result
+
+    def unary(self, op: Op, text: str, value: int) -> "SymbolicInt":
+        self.sink.note_arithmetic()
+        return SymbolicInt(self.code + (op,), text, value, self.sink)
+
+    # -- arithmetic stays symbolic -----------------------------------------------
+    def __add__(self, o): return self._binary(o, Op.ADD)
+    def __radd__(self, o): return self._binary(o, Op.ADD, True)
+    def __sub__(self, o): return self._binary(o, Op.SUB)
+    def __rsub__(self, o): return self._binary(o, Op.SUB, True)
+    def __mul__(self, o): return self._binary(o, Op.MUL)
+    def __rmul__(self, o): return self._binary(o, Op.MUL, True)
+    def __floordiv__(self, o): return self._binary(o, Op.FLOORDIV)
+    def __rfloordiv__(self, o): return self._binary(o, Op.FLOORDIV, True)
+    def __mod__(self, o): return self._binary(o, Op.MOD)
+    def __rmod__(self, o): return self._binary(o, Op.MOD, True)
+    def __and__(self, o): return self._binary(o, Op.BITAND)
+    def __rand__(self, o): return self._binary(o, Op.BITAND, True)
+    def __or__(self, o): return self._binary(o, Op.BITOR)
+    def __ror__(self, o): return self._binary(o, Op.BITOR, True)
+    def __xor__(self, o): return self._binary(o, Op.BITXOR)
+    def __rxor__(self, o): return self._binary(o, Op.BITXOR, True)
+    def __lshift__(self, o): return self._binary(o, Op.SHL)
+    def __rlshift__(self, o): return self._binary(o, Op.SHL, True)
+    def __rshift__(self, o): return self._binary(o, Op.SHR)
+    def __rrshift__(self, o): return self._binary(o, Op.SHR, True)
+
+    def __neg__(self):
+        return self.unary(Op.NEG, f"(-{self.text})", -self.value)
+
+    def __pos__(self):
+        return self
+
+    def __truediv__(self, o):
+        raise TypeError(f"`{self.text} / ...` makes a float; a launch plan holds integer arithmetic only (use //)")
+
+    __rtruediv__ = __truediv__
+
+    # -- conversions to Python values record guards -------------------------------
+    def __lt__(self, o): return self._compare(o, Op.LT)
+    def __le__(self, o): return self._compare(o, Op.LE)
+    def __gt__(self, o): return self._compare(o, Op.GT)
+    def __ge__(self, o): return self._compare(o, Op.GE)
+    def __eq__(self, o): return self._compare(o, Op.EQ)
+    def __ne__(self, o): return self._compare(o, Op.NE)
+
+    def __bool__(self) -> bool:
+        return self._compare(0, Op.NE)
+
+    def specialize(self) -> int:
+        """The concrete value, guarded: the plan holds only for calls where it is equal."""
+        self.sink.add_guard(self.code + (Op.CONST, self.value, Op.EQ), f"{self.text} == {self.value}", origin=self)
+        return self.value
+
+    def __index__(self) -> int:
+        return self.specialize()
+
+    __int__ = __index__
+
+    def __float__(self) -> float:
+        return float(self.specialize())
+
+    def __hash__(self) -> int:
+        return hash(self.specialize())
+
+    def __abs__(self):
+        return -self if self < 0 else self
+
+    def __repr__(self) -> str:
+        return f"SymbolicInt({self.text} = {self.value})"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format(self.specialize(), spec)
+
+    def encode(self) -> tuple[list[int], str]:
+        return [int(c) for c in self.code], self.text
+
+
+def sym_min(a, b):
+    """min() without a guard when both sides are symbolic-compatible."""
+    if isinstance(a, SymbolicInt) or isinstance(b, SymbolicInt):
+        x = a if isinstance(a, SymbolicInt) else b
+        la, lb = x._lift(a), x._lift(b)
+        return SymbolicInt(la.code + lb.code + (Op.MIN,), f"min({la.text}, {lb.text})", min(la.value, lb.value), x.sink)
+    return min(a, b)
+
+
+def sym_max(a, b):
+    """max() without a guard when both sides are symbolic-compatible."""
+    if isinstance(a, SymbolicInt) or isinstance(b, SymbolicInt):
+        x = a if isinstance(a, SymbolicInt) else b
+        la, lb = x._lift(a), x._lift(b)
+        return SymbolicInt(la.code + lb.code + (Op.MAX,), f"max({la.text}, {lb.text})", max(la.value, lb.value), x.sink)
+    return max(a, b)
+
+
+def next_power_of_2(n):
+    """triton.next_power_of_2 that stays symbolic (patched in while tracing)."""
+    if isinstance(n, SymbolicInt):
+        return n.unary(Op.NEXT_POW2, f"next_power_of_2({n.text})", _next_pow2(n.value))
+    return _next_pow2(int(n))
+
+
+def encode_int(value, sink: GuardSink) -> tuple[list[int], str]:
+    """Bytecode of an int or SymbolicInt."""
+    if isinstance(value, SymbolicInt):
+        return value.encode()
+    if isinstance(value, bool):
+        value = int(value)
+    if not isinstance(value, int):
+        raise TypeError(f"expected an int, got {type(value).__name__}")
+    if not (INT64_MIN <= value <= INT64_MAX):
+        raise OverflowError(f"{value} does not fit in int64")
+    return [int(Op.CONST), value], str(value)

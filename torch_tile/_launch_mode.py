@@ -1,0 +1,68 @@
+"""Where a Triton launch made inside an op body goes.
+
+Op bodies call kernels the usual way, ``kernel[grid](...)``. While torch_tile
+runs a body, the launch is routed by the active mode of this thread: recorded
+into a launch plan (tracing), skipped (fake tensors / meta), or executed by
+Triton's interpreter (the CPU debug path). Outside a body Triton is untouched:
+``JITFunction.run`` is wrapped only while at least one body runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator, Optional
+
+from triton.runtime.jit import JITFunction
+
+
+class LaunchMode:
+    """Handles ``kernel[grid](*args, **kwargs)`` inside an op body."""
+
+    def launch(self, kernel: JITFunction, grid: Any, args: tuple, kwargs: dict) -> Any:
+        raise NotImplementedError
+
+
+class SkipLaunches(LaunchMode):
+    """Fake/meta execution: shapes only, no kernel runs."""
+
+    def launch(self, kernel, grid, args, kwargs):
+        return None
+
+
+_local = threading.local()
+_patch_lock = threading.Lock()
+_patch_depth = 0
+_original_run = JITFunction.run
+
+
+def _routed_run(self, *args, grid, warmup, **kwargs):
+    mode: Optional[LaunchMode] = getattr(_local, "mode", None)
+    if mode is None or warmup:
+        return _original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+    return mode.launch(self, grid, args, kwargs)
+
+
+def original_run(kernel: JITFunction, *args, grid, warmup: bool = False, **kwargs):
+    """Triton's own ``JITFunction.run``, bypassing the routing."""
+    return _original_run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+
+
+@contextlib.contextmanager
+def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
+    """Routes this thread's Triton launches to ``mode`` for the duration."""
+    global _patch_depth
+    with _patch_lock:
+        if _patch_depth == 0:
+            JITFunction.run = _routed_run
+        _patch_depth += 1
+    previous = getattr(_local, "mode", None)
+    _local.mode = mode
+    try:
+        yield mode
+    finally:
+        _local.mode = previous
+        with _patch_lock:
+            _patch_depth -= 1
+            if _patch_depth == 0:
+                JITFunction.run = _original_run

@@ -1,0 +1,446 @@
+"""Traces an op body into a launch plan (plain data for the C++ runtime).
+
+The body runs once per new case with stand-ins for its arguments: tensors
+become ``TensorProxy`` (metadata only), ints and bools ``SymbolicInt``, floats
+``SymbolicFloat``. Allocations and Triton launches are recorded; Python
+branches on sizes become guards. See DESIGN.md, "Launch plan".
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, Optional
+
+import torch
+import triton
+from torch.overrides import TorchFunctionMode
+
+from . import _expr
+from ._expr import GuardSink, Op, SymbolicInt
+from ._launch_mode import LaunchMode, launch_mode
+
+if TYPE_CHECKING:
+    from ._op import TileOp
+
+
+class TraceError(RuntimeError):
+    """The op body did something a launch plan cannot hold."""
+
+
+ALLOC_EMPTY = 0
+ALLOC_EMPTY_LIKE = 1
+
+_FACTORIES = {
+    torch.empty: ("empty", False),
+    torch.zeros: ("zeros", True),
+    torch.empty_like: ("empty_like", False),
+    torch.zeros_like: ("zeros_like", True),
+    torch.Tensor.new_empty: ("new_empty", False),
+    torch.Tensor.new_zeros: ("new_zeros", True),
+}
+
+
+def body_location(fn) -> str:
+    """'file:line' of the innermost frame executing ``fn`` (the op body)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is fn.__code__:
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+
+
+class SymbolicFloat:
+    """A float argument: passed to kernels as is; no arithmetic in the plan."""
+
+    __slots__ = ("arg", "name", "value", "tracer")
+
+    def __init__(self, arg: int, name: str, value: float, tracer: "Tracer"):
+        self.arg, self.name, self.value, self.tracer = arg, name, value, tracer
+
+    def _refuse(self, *_args, **_kwargs):
+        raise self.tracer.error(
+            f"float argument '{self.name}' is used in host arithmetic or converted; a launch plan can only "
+            "pass float arguments to kernels unchanged (do the arithmetic inside the kernel)"
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __floordiv__ = __pow__ = __neg__ = _refuse
+    __float__ = __int__ = __bool__ = __lt__ = __gt__ = __le__ = __ge__ = _refuse
+    __eq__ = __ne__ = _refuse
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SymbolicFloat({self.name} = {self.value})"
+
+
+def contiguous_strides(sizes) -> tuple[int, ...]:
+    strides, expected = [], 1
+    for s in reversed(sizes):
+        strides.append(expected)
+        expected *= max(int(s), 1)
+    return tuple(reversed(strides))
+
+
+def is_non_overlapping_and_dense(sizes, strides) -> bool:
+    """torch's rule (c10::TensorImpl::is_non_overlapping_and_dense), on plain tuples."""
+    expected = 1
+    for size, stride in sorted(zip(sizes, strides), key=lambda p: p[1]):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+class TensorMeta:
+    """Concrete metadata of one tensor of the traced call (plain Python: no torch
+    calls, which the tracer's TorchFunctionMode would intercept)."""
+
+    __slots__ = ("sizes", "strides", "dtype")
+
+    def __init__(self, sizes, strides, dtype: torch.dtype):
+        self.sizes, self.strides, self.dtype = tuple(sizes), tuple(strides), dtype
+
+    def dim(self) -> int:
+        return len(self.sizes)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.sizes:
+            n *= s
+        return n
+
+
+class TensorProxy:
+    """Stands in for a tensor while tracing: metadata is symbolic, data is absent."""
+
+    def __init__(self, tracer: "Tracer", slot: int, name: str, meta: TensorMeta):
+        self._tracer = tracer
+        self._slot = slot
+        self._name = name
+        self._meta = meta
+
+    # -- metadata ---------------------------------------------------------------------
+    def _dim(self, dim: int) -> int:
+        dim = int(dim)
+        n = self._meta.dim()
+        if not -n <= dim < n:
+            raise self._tracer.error(f"dimension {dim} is out of range for '{self._name}' of rank {n}")
+        return dim % n
+
+    def size(self, dim: Optional[int] = None):
+        if dim is None:
+            return tuple(self.size(d) for d in range(self._meta.dim()))
+        d = self._dim(dim)
+        return SymbolicInt((Op.SIZE, self._slot, d), f"{self._name}.size({d})", self._meta.sizes[d], self._tracer)
+
+    def stride(self, dim: Optional[int] = None):
+        if dim is None:
+            return tuple(self.stride(d) for d in range(self._meta.dim()))
+        d = self._dim(dim)
+        return SymbolicInt((Op.STRIDE, self._slot, d), f"{self._name}.stride({d})", self._meta.strides[d], self._tracer)
+
+    @property
+    def shape(self):
+        return self.size()
+
+    def numel(self):
+        return SymbolicInt((Op.NUMEL, self._slot), f"{self._name}.numel()", self._meta.numel(), self._tracer)
+
+    def dim(self) -> int:
+        return self._meta.dim()  # constant: every plan guards the rank
+
+    ndim = property(dim)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._meta.dtype  # constant: every plan guards the dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self._tracer.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._tracer.device.type == "cuda"
+
+    def element_size(self) -> int:
+        return self._meta.dtype.itemsize
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for d in reversed(range(self._meta.dim())):
+            size = self.size(d)
+            if size != 1:
+                if self.stride(d) != expected:
+                    return False
+                expected = size * expected
+        return True
+
+    def new_empty(self, *size, dtype=None, device=None, **kwargs):
+        return self._tracer.factory(torch.Tensor.new_empty, (self, *size), dict(kwargs, dtype=dtype, device=device))
+
+    def new_zeros(self, *size, dtype=None, device=None, **kwargs):
+        return self._tracer.factory(torch.Tensor.new_zeros, (self, *size), dict(kwargs, dtype=dtype, device=device))
+
+    # -- what a plan cannot hold -----------------------------------------------------------
+    def data_ptr(self):
+        raise self._tracer.error(
+            f"'{self._name}.data_ptr()' reads an address; pass the tensor itself to the kernel"
+        )
+
+    def __getattr__(self, attr: str):
+        raise self._tracer.error(
+            f"'{self._name}.{attr}' is not available in an op body: a launch plan holds sizes, strides, "
+            "dtypes, allocations (empty/zeros[_like], new_empty/new_zeros) and kernel launches"
+        )
+
+    def _no_tensor_ops(self, *_args, **_kwargs):
+        raise self._tracer.error(
+            f"arithmetic or data access on tensor '{self._name}' cannot be part of a launch plan: "
+            "do it inside a kernel, or outside the op"
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _no_tensor_ops
+    __getitem__ = __setitem__ = __bool__ = __float__ = __int__ = __index__ = __matmul__ = _no_tensor_ops
+    __iter__ = _no_tensor_ops
+
+    def __len__(self) -> int:
+        return int(self.size(0))
+
+    def __repr__(self) -> str:
+        return f"TensorProxy({self._name}: {self._meta.sizes}, {self._meta.dtype}, slot {self._slot})"
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        tracer = _current_tracer()
+        if tracer is None:
+            raise TraceError("a torch_tile TensorProxy escaped its op body")
+        return tracer.torch_function(func, args, kwargs or {})
+
+
+_local = threading.local()
+
+
+def _current_tracer() -> Optional["Tracer"]:
+    return getattr(_local, "tracer", None)
+
+
+class _FactoryMode(TorchFunctionMode):
+    """Sees torch calls made without a proxy argument (torch.empty(shape, ...))."""
+
+    def __init__(self, tracer: "Tracer"):
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return self.tracer.torch_function(func, args, kwargs or {})
+
+
+class _SymbolicTritonHelpers:
+    """Swaps in a triton.next_power_of_2 that stays one opcode (refcounted; the
+    replacement gives identical results for plain ints, so overlap is harmless)."""
+
+    _lock = threading.Lock()
+    _depth = 0
+    _original = triton.next_power_of_2
+
+    def __enter__(self):
+        with self._lock:
+            if _SymbolicTritonHelpers._depth == 0:
+                triton.next_power_of_2 = _expr.next_power_of_2
+            _SymbolicTritonHelpers._depth += 1
+
+    def __exit__(self, *exc):
+        with self._lock:
+            _SymbolicTritonHelpers._depth -= 1
+            if _SymbolicTritonHelpers._depth == 0:
+                triton.next_power_of_2 = self._original
+
+
+class Tracer(GuardSink, LaunchMode):
+    """Runs an op body once on stand-ins and returns its launch plan."""
+
+    def __init__(self, op: "TileOp", args: tuple):
+        self.op = op
+        self.num_args = len(args)
+        self.guards: dict[tuple[int, ...], str] = {}
+        self._parse_candidates: list[tuple[tuple[int, ...], SymbolicInt]] = []
+        self.tensor_guards: list[tuple[int, torch.dtype, int]] = []
+        self.allocs: list[dict] = []
+        self.launches: list[dict] = []
+        self.device: Optional[torch.device] = None
+        self.stand_ins = [self._stand_in(i, a) for i, a in enumerate(args)]
+        if self.device is None:
+            raise TraceError(f"{op.qualname}: the op needs at least one tensor argument")
+
+    # -- stand-ins ------------------------------------------------------------------------------
+    def _stand_in(self, i: int, value: Any):
+        name = self.op.arg_names[i]
+        if isinstance(value, torch.Tensor):
+            if self.device is None:
+                self.device = value.device
+            self.tensor_guards.append((i, value.dtype, value.dim()))
+            return TensorProxy(self, i, name, TensorMeta(value.shape, value.stride(), value.dtype))
+        if isinstance(value, bool):
+            return SymbolicInt((Op.SCALAR, i), name, int(value), self, is_bool=True)
+        if isinstance(value, int):
+            return SymbolicInt((Op.SCALAR, i), name, value, self)
+        if isinstance(value, float):
+            return SymbolicFloat(i, name, value, self)
+        if value is None:
+            return None
+        raise TraceError(f"{self.op.qualname}: argument '{name}' of type {type(value).__name__} is not supported")
+
+    # -- GuardSink -------------------------------------------------------------------------------
+    def add_guard(self, code, text, origin=None):
+        code = tuple(int(c) for c in code)
+        if code in self.guards:
+            return
+        self.guards[code] = text
+        if origin is not None:
+            self._parse_candidates.append((code, origin))
+        else:
+            self._parse_candidates.clear()
+
+    def note_arithmetic(self):
+        self._parse_candidates.clear()
+
+    def _drop_parse_guards(self, values) -> None:
+        # torch's argument parser calls __index__ on shape entries before a
+        # TorchFunctionMode sees the call; those conversions are not the body's.
+        ids = {id(v) for v in values if isinstance(v, SymbolicInt)}
+        for code, origin in self._parse_candidates:
+            if id(origin) in ids:
+                self.guards.pop(code, None)
+        self._parse_candidates.clear()
+
+    def error(self, message: str) -> TraceError:
+        return TraceError(f"{self.op.qualname}: {body_location(self.op.fn)}: {message}")
+
+    # -- allocations ------------------------------------------------------------------------------
+    def _device_of(self, device) -> None:
+        if device is None:
+            raise self.error("allocations in an op body need device=... (e.g. device=x.device)")
+        if torch.device(device) != self.device and not (
+            torch.device(device).type == self.device.type and torch.device(device).index is None
+        ):
+            raise self.error(f"allocation on {device}, but the op's tensors are on {self.device}")
+
+    def torch_function(self, func, args: tuple, kwargs: dict):
+        if func not in _FACTORIES:
+            raise self.error(
+                f"torch function `{getattr(func, '__name__', func)}` cannot be part of a launch plan: only "
+                "allocations (empty, zeros, empty_like, zeros_like, new_empty, new_zeros) and Triton launches "
+                "are recorded; compute in a kernel, or outside the op"
+            )
+        return self.factory(func, args, kwargs)
+
+    def factory(self, func, args: tuple, kwargs: dict) -> TensorProxy:
+        name, zero = _FACTORIES[func]
+        kwargs = dict(kwargs)
+        for unsupported in ("layout", "pin_memory", "requires_grad", "out", "names"):
+            if kwargs.pop(unsupported, None) not in (None, False, torch.strided):
+                raise self.error(f"{name}(..., {unsupported}=...) is not supported in an op body")
+        memory_format = kwargs.pop("memory_format", None)
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        if kwargs:
+            raise self.error(f"{name}() got unsupported arguments {sorted(kwargs)}")
+        if name in ("empty_like", "zeros_like"):
+            (src,) = args
+            if memory_format not in (None, torch.preserve_format):
+                raise self.error(f"{name}(memory_format={memory_format}) is not supported; use the default")
+            if device is not None:
+                self._device_of(device)
+            return self._alloc_like(src, dtype or src.dtype, zero)
+        if memory_format not in (None, torch.contiguous_format):
+            raise self.error(f"{name}(memory_format={memory_format}) is not supported; use the default")
+        if name in ("new_empty", "new_zeros"):
+            src, *size = args
+            dtype = dtype or src.dtype
+            self._device_of(device or self.device)
+        else:
+            size = list(args)
+            dtype = dtype or torch.get_default_dtype()
+            self._device_of(device)
+        if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+            size = list(size[0])
+        self._drop_parse_guards(size)
+        return self._alloc(size, dtype, zero)
+
+    def _new_output(self, meta: TensorMeta) -> TensorProxy:
+        slot = self.num_args + len(self.allocs) - 1
+        return TensorProxy(self, slot, f"out{len(self.allocs) - 1}", meta)
+
+    def _alloc(self, size: list, dtype: torch.dtype, zero: bool) -> TensorProxy:
+        shape = []
+        concrete = []
+        for s in size:
+            if not isinstance(s, (int, SymbolicInt)) or isinstance(s, bool):
+                raise self.error(f"allocation size {s!r} is not an int")
+            shape.append(_expr.encode_int(s, self))
+            concrete.append(s.value if isinstance(s, SymbolicInt) else s)
+        if any(c < 0 for c in concrete):
+            raise self.error(f"negative allocation size {concrete}")
+        self.allocs.append({"kind": ALLOC_EMPTY, "shape": shape, "like": -1, "dtype": dtype, "zero": zero})
+        return self._new_output(TensorMeta(concrete, contiguous_strides(concrete), dtype))
+
+    def _alloc_like(self, src, dtype: torch.dtype, zero: bool) -> TensorProxy:
+        if not isinstance(src, TensorProxy):
+            raise self.error("empty_like/zeros_like need a tensor of the op")
+        self._parse_candidates.clear()
+        self.allocs.append({"kind": ALLOC_EMPTY_LIKE, "shape": [], "like": src._slot, "dtype": dtype, "zero": zero})
+        m = src._meta
+        # Same rule as the C++ allocator: keep a dense source's strides, else contiguous.
+        dense = is_non_overlapping_and_dense(m.sizes, m.strides)
+        return self._new_output(TensorMeta(m.sizes, m.strides if dense else contiguous_strides(m.sizes), dtype))
+
+    # -- launches --------------------------------------------------------------------------------------
+    def launch(self, kernel, grid, args, kwargs):
+        from ._triton_frontend import record_launch
+
+        self._parse_candidates.clear()
+        self.launches.append(record_launch(self, kernel, grid, args, kwargs))
+        return None
+
+    # -- the whole trace ---------------------------------------------------------------------------------
+    def run(self) -> dict:
+        previous = _current_tracer()
+        _local.tracer = self
+        try:
+            with launch_mode(self), _FactoryMode(self), _SymbolicTritonHelpers():
+                result = self.op.fn(*self.stand_ins)
+        finally:
+            _local.tracer = previous
+        return self._plan(result)
+
+    def _plan(self, result) -> dict:
+        results = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(results) != self.op.num_returns:
+            raise TraceError(
+                f"{self.op.qualname}: the body returned {len(results)} value(s); the schema declares "
+                f"{self.op.num_returns}"
+            )
+        outputs = []
+        for r in results:
+            if not isinstance(r, TensorProxy):
+                raise TraceError(f"{self.op.qualname}: the body must return tensors it allocated, got {r!r}")
+            if r._slot < self.num_args:
+                raise TraceError(
+                    f"{self.op.qualname}: the body returns its input '{r._name}'; ops may not return an alias of "
+                    "an input: return a new tensor, or declare the mutation with mutates_args and return nothing"
+                )
+            if r._slot in outputs:
+                raise TraceError(f"{self.op.qualname}: the body returns the same tensor twice")
+            outputs.append(r._slot)
+        return {
+            "tensor_guards": self.tensor_guards,
+            "guards": [(list(code), text) for code, text in self.guards.items()],
+            "allocs": self.allocs,
+            "launches": self.launches,
+            "outputs": outputs,
+        }

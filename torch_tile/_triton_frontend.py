@@ -1,0 +1,338 @@
+"""The Triton frontend: records launches into plans and compiles variants.
+
+Compilation reproduces Triton's own JIT path exactly: the specialization words
+computed in C++ are turned back into representative arguments, bound with the
+binder Triton builds for the kernel (``create_function_from_signature``), packed
+with ``JITFunction._pack_args`` and compiled with ``triton.compile``. So the
+binary is the one ``kernel[grid](...)`` would build for the same inputs.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, make_backend
+from triton.runtime.jit import JITFunction, create_function_from_signature
+
+from . import _C
+from ._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
+from ._launch_mode import LaunchMode
+from ._tracer import SymbolicFloat, TensorProxy, body_location
+
+# Binding kinds (csrc/runtime/launch_plan.h: BindingKind).
+TENSOR, INT, BOOL, FLOAT, CONSTEXPR, STATIC = range(6)
+
+# Option names Triton accepts as launch keywords besides kernel parameters.
+_RESERVED_OPTIONS = {"grid", "warmup", "stream", "device"}
+
+
+@dataclass
+class LaunchConfig:
+    """The static part of one launch site: everything the key's first word stands for."""
+
+    kernel: JITFunction
+    kinds: tuple[int, ...]
+    statics: dict[str, Any]
+    options: dict[str, Any]
+
+
+@dataclass
+class _Registry:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    kernel_ids: dict[int, int] = field(default_factory=dict)  # id(JITFunction) -> kernel id
+    kernels: list[JITFunction] = field(default_factory=list)
+    config_ids: dict[Any, int] = field(default_factory=dict)
+    configs: list[LaunchConfig] = field(default_factory=list)
+    binders: dict[tuple[int, int], tuple[Any, Callable]] = field(default_factory=dict)
+    compiles: int = 0  # compile callbacks served (tests count them)
+
+
+_registry = _Registry()
+
+
+def kernel_id(kernel: JITFunction) -> int:
+    """The stable id of a kernel in this process (registered with C++ on first use)."""
+    with _registry.lock:
+        kid = _registry.kernel_ids.get(id(kernel))
+        if kid is None:
+            kid = len(_registry.kernels)
+            _registry.kernels.append(kernel)  # keeps the JITFunction (and its id()) alive
+            _registry.kernel_ids[id(kernel)] = kid
+            _C.register_kernel(kid, kernel.fn.__name__)
+        return kid
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return (type(value).__name__, value)
+    except TypeError:
+        return (type(value).__name__, repr(value))
+
+
+def config_id(config: LaunchConfig) -> int:
+    key = (
+        kernel_id(config.kernel),
+        config.kinds,
+        tuple((k, _hashable(v)) for k, v in config.statics.items()),
+        tuple(sorted((k, _hashable(v)) for k, v in config.options.items())),
+    )
+    with _registry.lock:
+        cid = _registry.config_ids.get(key)
+        if cid is None:
+            cid = len(_registry.configs)
+            _registry.configs.append(config)
+            _registry.config_ids[key] = cid
+        return cid
+
+
+def launch_config(cid: int) -> LaunchConfig:
+    return _registry.configs[cid]
+
+
+def _is_jit(kernel) -> bool:
+    return isinstance(kernel, JITFunction)
+
+
+def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> dict:
+    """Turns one ``kernel[grid](*args, **kwargs)`` in a traced body into a plan step."""
+    site = body_location(tracer.op.fn)
+    if not _is_jit(kernel):
+        raise tracer.error(f"only @triton.jit kernels can be launched in an op body, got {type(kernel).__name__}")
+    param_names = [p.name for p in kernel.params]
+    options = {k: v for k, v in kwargs.items() if k not in param_names}
+    bad = _RESERVED_OPTIONS.intersection(options)
+    if bad:
+        raise tracer.error(f"launch option(s) {sorted(bad)} are chosen by torch_tile (current device and stream)")
+    for k, v in options.items():
+        if isinstance(v, (SymbolicInt, SymbolicFloat, TensorProxy)):
+            raise tracer.error(f"launch option {k}= must be a constant, got {v!r} (branch on sizes to pick it)")
+    try:
+        bound = kernel.signature.bind(*args, **{k: v for k, v in kwargs.items() if k in param_names})
+    except TypeError as e:
+        raise tracer.error(f"launch of {kernel.fn.__name__}: {e}") from None
+    bound.apply_defaults()
+
+    kinds, statics, bindings = [], {}, []
+    for kp in kernel.params:
+        value = bound.arguments[kp.name]
+        kind, binding = _bind(tracer, kernel, kp, value)
+        kinds.append(kind)
+        if kind == STATIC:
+            statics[kp.name] = value
+        bindings.append(binding)
+
+    if callable(grid):
+        grid = grid(dict(bound.arguments))
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise tracer.error(f"grid must be a tuple of 1 to 3 ints, got {grid!r}")
+    grid_exprs = []
+    for g in list(grid) + [1] * (3 - len(grid)):
+        if not isinstance(g, (int, SymbolicInt)) or isinstance(g, bool):
+            raise tracer.error(f"grid entries must be ints, got {g!r}")
+        grid_exprs.append(encode_int(g, tracer))
+
+    config = LaunchConfig(kernel, tuple(kinds), statics, options)
+    return {
+        "kernel": kernel_id(kernel),
+        "config": config_id(config),
+        "grid": grid_exprs,
+        "bindings": bindings,
+        "site": site,
+    }
+
+
+def _bind(tracer, kernel, kp, value) -> tuple[int, tuple]:
+    """(kind, binding tuple for C++) of one kernel parameter."""
+    spec = not kp.do_not_specialize
+    align = not kp.do_not_specialize_on_alignment
+    where = f"parameter '{kp.name}' of {kernel.fn.__name__}"
+    if kp.is_constexpr:
+        if isinstance(value, SymbolicInt):
+            return CONSTEXPR, (CONSTEXPR, -1, value.encode(), 0.0, True, True)
+        if isinstance(value, (TensorProxy, SymbolicFloat)):
+            raise tracer.error(f"{where} is tl.constexpr but receives {value!r}")
+        return STATIC, (STATIC, -1, None, 0.0, True, True)
+    if isinstance(value, TensorProxy):
+        return TENSOR, (TENSOR, value._slot, None, 0.0, spec, align)
+    if isinstance(value, SymbolicInt):
+        kind = BOOL if value.is_bool else INT
+        return kind, (kind, -1, value.encode(), 0.0, spec, align)
+    if isinstance(value, bool):
+        return BOOL, (BOOL, -1, encode_int(int(value), tracer), 0.0, spec, align)
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise tracer.error(f"{where} = {value} does not fit in int64")
+        return INT, (INT, -1, encode_int(value, tracer), 0.0, spec, align)
+    if isinstance(value, float):
+        return FLOAT, (FLOAT, -1, None, value, spec, align)
+    if isinstance(value, SymbolicFloat):
+        return FLOAT, (FLOAT, value.arg, None, 0.0, spec, align)
+    if value is None:
+        return STATIC, (STATIC, -1, None, 0.0, True, True)
+    if isinstance(value, torch.Tensor):
+        raise tracer.error(f"{where} receives a tensor the op did not take or allocate")
+    raise tracer.error(f"{where} receives an unsupported value {value!r} ({type(value).__name__})")
+
+
+# -- compiling -------------------------------------------------------------------------------------
+
+
+class _Pointer:
+    """A stand-in tensor argument for Triton's binder: dtype and alignment only."""
+
+    def __init__(self, dtype: torch.dtype, aligned: bool):
+        self.dtype = dtype
+        self._ptr = 0 if aligned else 8
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+
+_DL_TO_TORCH: dict[tuple[int, int], torch.dtype] = {
+    (2, 32): torch.float32, (2, 16): torch.float16, (4, 16): torch.bfloat16, (2, 64): torch.float64,
+    (0, 8): torch.int8, (0, 16): torch.int16, (0, 32): torch.int32, (0, 64): torch.int64,
+    (1, 8): torch.uint8, (1, 16): torch.uint16, (1, 32): torch.uint32, (1, 64): torch.uint64,
+    (6, 8): torch.bool, (10, 8): torch.float8_e4m3fn, (12, 8): torch.float8_e5m2,
+    (11, 8): torch.float8_e4m3fnuz, (13, 8): torch.float8_e5m2fnuz,
+}
+
+# Representative values that make Triton's specialize_impl give the same answer
+# as the C++ key word (type << 2 | class): i32/i64 x {any, ==1, %16, other}.
+_INT_REPRESENTATIVE = {
+    (0, 0): 3, (0, 1): 1, (0, 2): 16, (0, 3): 3,
+    (1, 0): 2**32 + 3, (1, 2): 2**32, (1, 3): 2**32 + 3,
+}
+
+
+def _signed(word: int) -> int:
+    return word - 2**64 if word >= 2**63 else word
+
+
+def representative_args(config: LaunchConfig, words: list[int]) -> list[Any]:
+    """Arguments that Triton's binder specializes exactly as the key says."""
+    args = []
+    for kp, kind, word in zip(config.kernel.params, config.kinds, words[1:]):
+        if kind == TENSOR:
+            packed = word >> 2
+            dtype = _DL_TO_TORCH[(packed & 0xFF, (packed >> 8) & 0xFF)]
+            args.append(_Pointer(dtype, aligned=(word & 3) != 1))
+        elif kind == INT:
+            args.append(_INT_REPRESENTATIVE[(word >> 2, word & 3)])
+        elif kind == BOOL:
+            args.append(True)
+        elif kind == FLOAT:
+            args.append(1.5)
+        elif kind == CONSTEXPR:
+            args.append(_signed(word))
+        else:
+            args.append(config.statics[kp.name])
+    return args
+
+
+def _binder(kernel: JITFunction, capability: int):
+    key = (id(kernel), capability)
+    cached = _registry.binders.get(key)
+    if cached is None:
+        backend = make_backend(GPUTarget("cuda", capability, 32))
+        cached = (backend, create_function_from_signature(kernel.signature, kernel.params, backend))
+        _registry.binders[key] = cached
+    return cached
+
+
+def compile_variant(kid: int, words: list[int], capability: int):
+    """Compiles the variant a key describes, as ``kernel[grid]`` would. Returns the
+    Triton CompiledKernel and the ASTSource it was built from."""
+    config = launch_config(words[0])
+    kernel = config.kernel
+    if kernel_id(kernel) != kid:
+        raise RuntimeError("torch_tile: key does not belong to this kernel")
+    backend, binder = _binder(kernel, capability)
+    kwargs = dict(config.options)
+    # As JITFunction.run does before binding.
+    kwargs["debug"] = kwargs.get("debug", kernel.debug) or triton.knobs.runtime.debug
+    if hasattr(triton.knobs.compilation, "instrumentation_mode"):
+        kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
+    bound_args, specialization, options = binder(*representative_args(config, words), **kwargs)
+    options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound_args, specialization, options)
+    src = ASTSource(kernel, signature, constexprs, attrs)
+    target = GPUTarget("cuda", capability, 32)
+    compiled = triton.compile(src, target=target, options=options.__dict__)
+    return compiled, src
+
+
+def _runtime_params(src: ASTSource, kernel: JITFunction) -> tuple[list[int], list[str]]:
+    indices, types = [], []
+    for i, (name, ty) in enumerate(src.signature.items()):
+        if ty == "constexpr":
+            continue
+        if not isinstance(ty, str) or ty.startswith("tensordesc") or ty == "nvTmaDesc":
+            raise NotImplementedError(
+                f"torch_tile: parameter '{name}' of {kernel.fn.__name__} has type {ty!r}; "
+                "tuples and tensor descriptors are not supported yet"
+            )
+        indices.append(i)
+        types.append(ty)
+    return indices, types
+
+
+def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
+    """Called by C++ (GIL held) on a kernel-cache miss."""
+    compiled, src = compile_variant(kid, words, capability)
+    _registry.compiles += 1
+    md = compiled.metadata
+    indices, types = _runtime_params(src, src.fn)
+    return {
+        "name": md.name,
+        "cubin": compiled.asm["cubin"],
+        "num_warps": md.num_warps,
+        "num_ctas": md.num_ctas,
+        "shared": md.shared,
+        "launch_pdl": bool(getattr(md, "launch_pdl", False)),
+        "launch_cooperative_grid": bool(getattr(md, "launch_cooperative_grid", False)),
+        "global_scratch_size": int(getattr(md, "global_scratch_size", 0) or 0),
+        "global_scratch_align": int(getattr(md, "global_scratch_align", 1) or 1),
+        "profile_scratch_size": int(getattr(md, "profile_scratch_size", 0) or 0),
+        "profile_scratch_align": int(getattr(md, "profile_scratch_align", 1) or 1),
+        "runtime_params": indices,
+        "runtime_param_types": types,
+    }
+
+
+_C.set_compiler(_compile_callback)
+
+
+def compile_count() -> int:
+    """Variants compiled through torch_tile in this process."""
+    return _registry.compiles
+
+
+# -- the CPU debug path ------------------------------------------------------------------------------
+
+
+class InterpretLaunches(LaunchMode):
+    """Runs launches with Triton's interpreter (CPU tensors; slow, for debugging)."""
+
+    _cache: dict[int, Any] = {}
+    _lock = threading.Lock()
+
+    def launch(self, kernel, grid, args, kwargs):
+        from triton.runtime.interpreter import InterpretedFunction
+
+        with self._lock:
+            interp = self._cache.get(id(kernel))
+            if interp is None:
+                interp = InterpretedFunction(
+                    kernel.fn,
+                    do_not_specialize=kernel.do_not_specialize,
+                    do_not_specialize_on_alignment=kernel.do_not_specialize_on_alignment,
+                )
+                self._cache[id(kernel)] = interp
+                self._cache[id(kernel), "ref"] = kernel  # keep id() valid
+        return interp.run(*args, grid=grid, warmup=False, **kwargs)
+
