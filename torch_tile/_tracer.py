@@ -240,13 +240,17 @@ class _FactoryMode(TorchFunctionMode):
         return self.tracer.torch_function(func, args, kwargs or {})
 
 
+# Kept at module level: newer Triton makes it a descriptor, which a class
+# attribute would bind as a method.
+_original_next_power_of_2 = triton.next_power_of_2
+
+
 class _SymbolicTritonHelpers:
     """Swaps in a triton.next_power_of_2 that stays one opcode (refcounted; the
     replacement gives identical results for plain ints, so overlap is harmless)."""
 
     _lock = threading.Lock()
     _depth = 0
-    _original = triton.next_power_of_2
 
     def __enter__(self):
         with self._lock:
@@ -258,7 +262,7 @@ class _SymbolicTritonHelpers:
         with self._lock:
             _SymbolicTritonHelpers._depth -= 1
             if _SymbolicTritonHelpers._depth == 0:
-                triton.next_power_of_2 = self._original
+                triton.next_power_of_2 = _original_next_power_of_2
 
 
 class Tracer(GuardSink, LaunchMode):

@@ -245,9 +245,9 @@ def _binder(kernel: JITFunction, capability: int):
     return cached
 
 
-def compile_variant(kid: int, words: list[int], capability: int):
-    """Compiles the variant a key describes, as ``kernel[grid]`` would. Returns the
-    Triton CompiledKernel and the ASTSource it was built from."""
+def specialize(kid: int, words: list[int], capability: int):
+    """What Triton's JIT derives for the variant a key describes: returns
+    (kernel, options, signature, constexprs, attrs), from Triton's own binder."""
     config = launch_config(words[0])
     kernel = config.kernel
     if kernel_id(kernel) != kid:
@@ -260,9 +260,15 @@ def compile_variant(kid: int, words: list[int], capability: int):
         kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
     bound_args, specialization, options = binder(*representative_args(config, words), **kwargs)
     options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound_args, specialization, options)
+    return kernel, options, signature, constexprs, attrs
+
+
+def compile_variant(kid: int, words: list[int], capability: int):
+    """Compiles the variant a key describes, as ``kernel[grid]`` would (no GPU
+    needed). Returns the Triton CompiledKernel and the ASTSource it came from."""
+    kernel, options, signature, constexprs, attrs = specialize(kid, words, capability)
     src = ASTSource(kernel, signature, constexprs, attrs)
-    target = GPUTarget("cuda", capability, 32)
-    compiled = triton.compile(src, target=target, options=options.__dict__)
+    compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32), options=options.__dict__)
     return compiled, src
 
 
@@ -316,23 +322,64 @@ def compile_count() -> int:
 
 
 class InterpretLaunches(LaunchMode):
-    """Runs launches with Triton's interpreter (CPU tensors; slow, for debugging)."""
+    """Runs launches with Triton's interpreter (CPU tensors; slow, for debugging).
 
-    _cache: dict[int, Any] = {}
+    Triton's interpreter expects every ``@triton.jit`` function, including
+    ``triton.language``'s own (``tl.max``...), to have been created with
+    TRITON_INTERPRET=1. For the duration of one interpreted launch, device-side
+    calls of ordinary JIT functions are therefore routed through an
+    ``InterpretedFunction`` and the interpret knob is on. Interpreted launches
+    are serialized process-wide.
+    """
+
     _lock = threading.Lock()
+    _interpreted: dict[int, tuple[Any, Any]] = {}  # id(python fn) -> (fn, InterpretedFunction)
 
-    def launch(self, kernel, grid, args, kwargs):
+    @classmethod
+    def _interpreted_fn(cls, fn, **kwargs):
         from triton.runtime.interpreter import InterpretedFunction
 
-        with self._lock:
-            interp = self._cache.get(id(kernel))
-            if interp is None:
-                interp = InterpretedFunction(
-                    kernel.fn,
-                    do_not_specialize=kernel.do_not_specialize,
-                    do_not_specialize_on_alignment=kernel.do_not_specialize_on_alignment,
-                )
-                self._cache[id(kernel)] = interp
-                self._cache[id(kernel), "ref"] = kernel  # keep id() valid
-        return interp.run(*args, grid=grid, warmup=False, **kwargs)
+        entry = cls._interpreted.get(id(fn))
+        if entry is None:
+            entry = (fn, InterpretedFunction(fn, **kwargs))
+            cls._interpreted[id(fn)] = entry
+        return entry[1]
 
+    def launch(self, kernel, grid, args, kwargs):
+        import types
+
+        import triton.language as tl
+        from triton.runtime.interpreter import _patch_lang
+
+        def device_call(jit_fn, *a, **kw):
+            # InterpretedFunction.__call__, minus its own (never undone) patch:
+            # the scope below already covers triton.language and its core.
+            return self._interpreted_fn(jit_fn.fn).rewrite()(*a, **kw)
+
+        for value in list(args) + list(kwargs.values()):
+            if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
+                raise NotImplementedError(
+                    f"{kernel.fn.__name__}: Triton's interpreter (the CPU debug path) computes wrong results "
+                    "for bfloat16 tensors; use float32/float16 on CPU, or run on a GPU"
+                )
+        # Triton's code generator snapshots triton.language builtins when first
+        # imported; import it now, before they are patched for interpretation.
+        import triton.compiler.code_generator  # noqa: F401
+
+        with self._lock:
+            interp = self._interpreted_fn(
+                kernel.fn,
+                do_not_specialize=kernel.do_not_specialize,
+                do_not_specialize_on_alignment=kernel.do_not_specialize_on_alignment,
+            )
+            original_call = JITFunction.__call__
+            interpret_knob = triton.knobs.runtime.interpret
+            scope = _patch_lang(types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core}))
+            JITFunction.__call__ = device_call
+            triton.knobs.runtime.interpret = True
+            try:
+                return interp.run(*args, grid=grid, warmup=False, **kwargs)
+            finally:
+                triton.knobs.runtime.interpret = interpret_knob
+                JITFunction.__call__ = original_call
+                scope.restore()

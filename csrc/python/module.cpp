@@ -9,6 +9,7 @@
 #include "../torch/error_translation.h"
 #include "../torch/tile_op.h"
 #include "benchmarks.h"
+#include "key_probe.h"
 #include "kernel_registry.h"
 #include "python_hooks.h"
 
@@ -67,4 +68,5 @@ PYBIND11_MODULE(_C, m) {
       }, "Number of compiled variants a kernel has.");
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   bind_benchmarks(m);
+  bind_key_probe(m);
 }

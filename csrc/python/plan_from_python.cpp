@@ -1,5 +1,6 @@
 #include "plan_from_python.h"
 
+#include <pybind11/stl.h>
 #include <torch/csrc/Dtype.h>
 
 #include "../runtime/error.h"

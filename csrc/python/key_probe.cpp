@@ -1,0 +1,94 @@
+#include "key_probe.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+
+#include "../runtime/call_args.h"
+#include "../runtime/error.h"
+#include "../runtime/plan_executor.h"
+#include "../torch/dtype_map.h"
+#include "../torch/error_translation.h"
+#include "../torch/torch_launch_host.h"
+#include "plan_from_python.h"
+
+namespace py = pybind11;
+
+namespace torch_tile {
+namespace {
+
+TensorArg cpu_view(const at::Tensor& t) {
+  DLDataType dl{};
+  if (!to_dl_dtype(t.scalar_type(), &dl)) fail(ErrorKind::Type, "unsupported dtype");
+  TensorArg a = view_of(t, dl);
+  return a;
+}
+
+// For each launch step: the key words, or None where the grid is empty.
+py::list specialization_keys(const py::dict& plan_dict, const py::tuple& args) {
+  try {
+    const std::unique_ptr<LaunchPlan> plan = plan_from_python(plan_dict);
+    CallArgs call;
+    std::vector<at::Tensor> keep;  // inputs and allocated outputs
+    call.num_args = int32_t(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      const py::handle a = args[i];
+      call.slots[i] = TensorArg{};
+      if (THPVariable_Check(a.ptr())) {
+        keep.push_back(THPVariable_Unpack(a.ptr()));
+        call.slots[i] = cpu_view(keep.back());
+      } else if (py::isinstance<py::bool_>(a)) {
+        call.ints[i] = a.cast<bool>();
+      } else if (py::isinstance<py::int_>(a)) {
+        call.ints[i] = a.cast<int64_t>();
+      } else if (py::isinstance<py::float_>(a)) {
+        call.floats[i] = a.cast<double>();
+      }
+    }
+    call.num_slots = call.num_args;
+    plan->validate(call.num_args);
+    keep.reserve(keep.size() + plan->allocs.size());
+    for (const AllocStep& s : plan->allocs) {
+      const EvalContext ctx = call.eval();
+      std::vector<int64_t> shape;
+      for (const Expr& e : s.shape) shape.push_back(e.evaluate(ctx));
+      const c10::ScalarType dtype = to_scalar_type(unpack_dtype(s.dtype));
+      at::Tensor t;
+      if (s.kind == AllocStep::Kind::EmptyLike) {
+        const TensorArg& src = call.slots[s.like_slot];
+        t = at::empty_strided(c10::IntArrayRef(src.sizes, size_t(src.ndim)),
+                              c10::IntArrayRef(src.strides, size_t(src.ndim)), at::TensorOptions().dtype(dtype));
+      } else {
+        t = at::empty(shape, at::TensorOptions().dtype(dtype));
+      }
+      keep.push_back(t);
+      call.slots[call.num_slots++] = cpu_view(keep.back());
+    }
+    py::list out;
+    for (const LaunchStep& step : plan->launches) {
+      const EvalContext ctx = call.eval();
+      bool empty = false;
+      for (const Expr& g : step.grid) empty = empty || g.evaluate(ctx) == 0;
+      if (empty) {
+        out.append(py::none());
+        continue;
+      }
+      SpecializationKey key;
+      compute_key(step, call, key);
+      py::list words;
+      for (uint32_t i = 0; i < key.size; ++i) words.append(py::int_(key.words[i]));
+      out.append(words);
+    }
+    return out;
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
+}  // namespace
+
+void bind_key_probe(py::module_& m) {
+  m.def("specialization_keys", &specialization_keys, py::arg("plan"), py::arg("args"),
+        "Key words of each launch of `plan` for `args` (tensors: metadata only, any device).");
+}
+
+}  // namespace torch_tile
