@@ -110,8 +110,10 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> dict:
     if bad:
         raise tracer.error(f"launch option(s) {sorted(bad)} are chosen by torch_tile (current device and stream)")
     for k, v in options.items():
-        if isinstance(v, (SymbolicInt, SymbolicFloat, TensorProxy)):
-            raise tracer.error(f"launch option {k}= must be a constant, got {v!r} (branch on sizes to pick it)")
+        if isinstance(v, SymbolicInt):
+            options[k] = v.specialize()  # options are compile-time: guard on the value, as Dynamo would
+        elif isinstance(v, (SymbolicFloat, TensorProxy)):
+            raise tracer.error(f"launch option {k}= must be a constant, got {v!r}")
     try:
         bound = kernel.signature.bind(*args, **{k: v for k, v in kwargs.items() if k in param_names})
     except TypeError as e:

@@ -1,0 +1,164 @@
+"""Host time per call of a 1K-element add, six ways, in one process and one run.
+
+    python benchmarks/launch_overhead.py [--iters N] [--out DIR]
+
+Rows: torch_tile through torch.ops from Python; torch_tile from C++ through
+c10::Dispatcher; Triton's JIT launch (kernel[grid], allocating the output like
+the op does); torch.library.triton_op; eager torch.add; and bare
+cuLaunchKernelEx replaying the same launch (the floor). Each is timed as the
+host wall time of a loop of calls divided by the count (median of several
+repeats), with the GPU synchronised before each repeat. Writes
+launch_overhead.json and launch_overhead.png to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import triton
+
+import torch_tile as tt
+from torch_tile import kernels as K
+
+N = 1024
+
+
+def _python_loop(fn, iters: int) -> float:
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed
+
+
+def _median_us(measure, iters: int, repeats: int) -> float:
+    measure(max(iters // 10, 10))  # warm
+    return statistics.median(measure(iters) / iters * 1e6 for _ in range(repeats))
+
+
+def triton_jit_add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    K.add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    return out
+
+
+def _triton_op():
+    from torch.library import triton_op, wrap_triton
+
+    @triton_op("tile_bench::add", mutates_args=())
+    def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        n = x.numel()
+        wrap_triton(K.add_kernel)[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        return out
+
+    return torch.ops.tile_bench.add
+
+
+def run(iters: int, repeats: int) -> dict:
+    x = torch.randn(N, device="cuda")
+    y = torch.randn(N, device="cuda")
+    ref = x + y
+    triton_op_add = _triton_op()
+    for fn in (torch.ops.tile.add, triton_jit_add, triton_op_add):
+        torch.testing.assert_close(fn(x, y), ref)
+    tile_add = torch.ops.tile.add
+    tile_add_overload = torch.ops.tile.add.default
+
+    rows = {
+        "torch_tile (torch.ops, Python)": _median_us(lambda n: _python_loop(lambda: tile_add(x, y), n), iters, repeats),
+        "torch_tile (.default overload)": _median_us(lambda n: _python_loop(lambda: tile_add_overload(x, y), n), iters,
+                                                    repeats),
+        "torch_tile (C++ dispatcher)": _median_us(lambda n: tt._C.bench_dispatcher("tile::add", (x, y), n), iters,
+                                                 repeats),
+        "Triton JIT kernel[grid]": _median_us(lambda n: _python_loop(lambda: triton_jit_add(x, y), n), iters,
+                                             repeats),
+        "torch.library.triton_op": _median_us(lambda n: _python_loop(lambda: triton_op_add(x, y), n), iters,
+                                             repeats),
+        "eager torch.add": _median_us(lambda n: _python_loop(lambda: torch.add(x, y), n), iters, repeats),
+        "raw cuLaunchKernelEx (floor)": _median_us(lambda n: tt._C.bench_raw_launch("tile::add", (x, y), n), iters,
+                                                  repeats),
+    }
+    py = rows["torch_tile (torch.ops, Python)"]
+    cpp = rows["torch_tile (C++ dispatcher)"]
+    floor = rows["raw cuLaunchKernelEx (floor)"]
+    targets = {
+        "torch.ops tile.add <= eager torch.add": py <= rows["eager torch.add"],
+        "Triton JIT / torch_tile >= 2.5": rows["Triton JIT kernel[grid]"] / py >= 2.5,
+        "C++ dispatcher <= 1.25 x floor": cpp <= 1.25 * floor,
+    }
+    return {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "elements": N,
+        "iters": iters,
+        "repeats": repeats,
+        "host_us_per_call": rows,
+        "ratios": {
+            "triton_jit_over_torch_tile": rows["Triton JIT kernel[grid]"] / py,
+            "triton_op_over_torch_tile": rows["torch.library.triton_op"] / py,
+            "torch_tile_over_eager_add": py / rows["eager torch.add"],
+            "cpp_dispatcher_over_floor": cpp / floor,
+        },
+        "targets_met": targets,
+    }
+
+
+def plot(result: dict, path: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = result["host_us_per_call"]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    names = list(rows)[::-1]
+    values = [rows[n] for n in names]
+    bars = ax.barh(names, values, color=["#4c72b0" if "torch_tile" in n else "#999999" for n in names])
+    ax.bar_label(bars, labels=[f"{v:.2f} µs" for v in values], padding=3)
+    ax.set_xlabel("host µs per call (1K-element add)")
+    ax.set_title(f"Launch overhead on {result['device']}")
+    ax.set_xlim(0, max(values) * 1.25)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iters", type=int, default=20000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("launch_overhead: needs a CUDA GPU")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    result = run(args.iters, args.repeats)
+    for name, us in result["host_us_per_call"].items():
+        print(f"{name:34s} {us:8.2f} µs/call")
+    for name, value in result["ratios"].items():
+        print(f"{name:34s} {value:8.2f}")
+    for name, ok in result["targets_met"].items():
+        print(f"target {name}: {'met' if ok else 'NOT met'}")
+    with open(os.path.join(args.out, "launch_overhead.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    if not plot(result, os.path.join(args.out, "launch_overhead.png")):
+        print("matplotlib not available: no PNG written")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
