@@ -2,8 +2,9 @@
 
     python benchmarks/launch_overhead.py [--iters N] [--out DIR]
 
-Rows: torch_tile through torch.ops from Python; torch_tile from C++ through
-c10::Dispatcher; Triton's JIT launch (kernel[grid], allocating the output like
+Rows: torch_tile through torch.ops from Python (packet and .default overload);
+torch_tile from C++ through c10::Dispatcher, and its implementation called
+directly (to show what the dispatcher costs); Triton's JIT launch (kernel[grid], allocating the output like
 the op does); torch.library.triton_op; eager torch.add; and bare
 cuLaunchKernelEx replaying the same launch (the floor). Each is timed as the
 host wall time of a loop of calls divided by the count (median of several
@@ -80,6 +81,8 @@ def run(iters: int, repeats: int) -> dict:
                                                     repeats),
         "torch_tile (C++ dispatcher)": _median_us(lambda n: tt._C.bench_dispatcher("tile::add", (x, y), n), iters,
                                                  repeats),
+        "torch_tile (C++, no dispatcher)": _median_us(lambda n: tt._C.bench_direct("tile::add", (x, y), n), iters,
+                                                     repeats),
         "Triton JIT kernel[grid]": _median_us(lambda n: _python_loop(lambda: triton_jit_add(x, y), n), iters,
                                              repeats),
         "torch.library.triton_op": _median_us(lambda n: _python_loop(lambda: triton_op_add(x, y), n), iters,

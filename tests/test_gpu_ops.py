@@ -257,11 +257,11 @@ def test_large_shared_memory_opt_in():
 
     @tt.op("tile_test::big_matmul")
     def big_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        M, K = a.shape
+        M, k = a.shape
         N = b.shape[1]
         c = torch.empty((M, N), dtype=a.dtype, device=a.device)
         grid = (triton.cdiv(M, 128) * triton.cdiv(N, 256),)
-        K.matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        K.matmul_kernel[grid](a, b, c, M, N, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                               c.stride(1), BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_stages=4,
                               num_warps=8)
         return c

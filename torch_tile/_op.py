@@ -63,6 +63,10 @@ class TileOp:
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
         self._lib.impl(self.name, self._interpret, "CPU")
         _C.register_op(qualname, kinds, self.num_returns, self._trace, "CUDA")
+        # Python calls skip torch.ops' generic argument parsing (see csrc/python/fast_caller.h).
+        packet = getattr(getattr(torch.ops, self.namespace), self.name)
+        packet._op = _C.fast_caller(qualname, packet._op)
+        self.overload._op = _C.fast_caller(qualname, self.overload._op)
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
 

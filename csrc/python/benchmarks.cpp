@@ -34,6 +34,25 @@ double bench_dispatcher(const std::string& qualname, const py::tuple& args, int6
   return std::chrono::duration<double>(stop - start).count();
 }
 
+// Seconds for `iters` calls of the op's C++ implementation directly, without
+// the dispatcher: what the dispatcher itself costs is the difference.
+double bench_direct(const std::string& qualname, const py::tuple& args, int64_t iters) {
+  const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
+  if (!tile_op) throw py::value_error("no tile op named " + qualname);
+  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
+  const torch::jit::Stack prototype = stack_for(op, args);
+  py::gil_scoped_release no_gil;
+  torch::jit::Stack stack;
+  stack.reserve(prototype.size() + 4);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    stack.assign(prototype.begin(), prototype.end());
+    tile_op->call(stack);
+  }
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(stop - start).count();
+}
+
 // Seconds for `iters` bare cuLaunchKernelEx calls replaying the op's last
 // launch for these arguments: the floor any launcher pays.
 double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters) {
@@ -70,6 +89,8 @@ auto translating(Fn fn) {
 void bind_benchmarks(py::module_& m) {
   m.def("bench_dispatcher", translating(bench_dispatcher), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Seconds for `iters` calls of the op from C++ through c10::Dispatcher (GIL released).");
+  m.def("bench_direct", translating(bench_direct), py::arg("qualname"), py::arg("args"), py::arg("iters"),
+        "Seconds for `iters` calls of the op's C++ implementation without the dispatcher (GIL released).");
   m.def("bench_raw_launch", translating(bench_raw_launch), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Seconds for `iters` bare cuLaunchKernelEx replays of the op's last launch (the driver floor).");
 }

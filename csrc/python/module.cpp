@@ -9,6 +9,7 @@
 #include "../torch/error_translation.h"
 #include "../torch/tile_op.h"
 #include "benchmarks.h"
+#include "fast_caller.h"
 #include "key_probe.h"
 #include "kernel_registry.h"
 #include "python_hooks.h"
@@ -69,4 +70,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   bind_benchmarks(m);
   bind_key_probe(m);
+  bind_fast_caller(m);
 }

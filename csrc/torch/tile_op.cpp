@@ -2,6 +2,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
 #include <mutex>
@@ -130,9 +131,13 @@ void TileOp::call(torch::jit::Stack& stack, PreparedLaunch* last) {
   try {
     CallArgs args;
     read_arguments(*this, in, args);
-    const c10::DeviceGuard device_guard(c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device)));
+    const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device));
+    // Switch devices only when needed: the guard costs runtime calls on every call.
+    const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+    c10::OptionalDeviceGuard device_guard;
+    if (cuda->getDevice() != device) device_guard.reset_device(device);
     const LaunchPlan& plan = plan_for(args, stack, first);
-    TorchLaunchHost host(args, in, c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device)));
+    TorchLaunchHost host(args, in, device);
     run_plan(plan, args, host, *compiler_, qualname_.c_str(), last);
     torch::jit::drop(stack, n);
     for (int32_t slot : plan.outputs) torch::jit::push(stack, std::move(host.output(slot)));

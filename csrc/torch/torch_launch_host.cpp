@@ -9,7 +9,7 @@
 namespace torch_tile {
 
 TensorArg view_of(const at::Tensor& t, const DLDataType& dtype) {
-  TensorArg a;
+  TensorArg a{};
   a.data = const_cast<void*>(t.const_data_ptr());
   a.sizes = t.sizes().data();
   a.strides = t.strides().data();

@@ -1,0 +1,134 @@
+#include "fast_caller.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <vector>
+
+#include "../torch/tile_op.h"
+
+namespace py = pybind11;
+
+namespace torch_tile {
+namespace {
+
+struct FastCaller {
+  c10::OperatorHandle op;
+  std::vector<ArgKind> kinds;
+  size_t num_returns;
+  PyObject* fallback;  // torch's own entry (owned reference)
+};
+
+const char* const kCapsuleName = "torch_tile.FastCaller";
+
+void destroy_caller(PyObject* capsule) {
+  auto* caller = static_cast<FastCaller*>(PyCapsule_GetPointer(capsule, kCapsuleName));
+  Py_XDECREF(caller->fallback);
+  delete caller;
+}
+
+// Appends the argument to the stack; false when it needs torch's generic path.
+bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
+  switch (kind) {
+    case ArgKind::Tensor:
+      // Exactly torch.Tensor (or Parameter): subclasses may override __torch_function__.
+      if (!THPVariable_CheckExact(obj)) return false;
+      stack.emplace_back(THPVariable_Unpack(obj));
+      return true;
+    case ArgKind::Int: {
+      if (!PyLong_CheckExact(obj)) return false;
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+      if (overflow != 0) return false;
+      stack.emplace_back(int64_t(v));
+      return true;
+    }
+    case ArgKind::Float:
+      if (!PyFloat_CheckExact(obj)) return false;
+      stack.emplace_back(PyFloat_AS_DOUBLE(obj));
+      return true;
+    case ArgKind::Bool:
+      if (!PyBool_Check(obj)) return false;
+      stack.emplace_back(obj == Py_True);
+      return true;
+    case ArgKind::Other: return false;
+  }
+  return false;
+}
+
+PyObject* call_fallback(FastCaller& c, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  return PyObject_Vectorcall(c.fallback, args, nargsf, kwnames);
+}
+
+PyObject* fast_call(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  HANDLE_TH_ERRORS
+  FastCaller& c = *static_cast<FastCaller*>(PyCapsule_GetPointer(capsule, kCapsuleName));
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (kwnames != nullptr || size_t(nargs) != c.kinds.size() || at::impl::torch_function_mode_enabled()) {
+    return call_fallback(c, args, nargsf, kwnames);
+  }
+  // Reused per thread: the steady state allocates nothing here.
+  thread_local torch::jit::Stack stack;
+  stack.clear();
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (!push_argument(stack, c.kinds[size_t(i)], args[i])) {
+      stack.clear();
+      return call_fallback(c, args, nargsf, kwnames);
+    }
+  }
+  {
+    // Released like torch does around operator calls: a cache miss may wait
+    // for another thread that is compiling (and needs the GIL).
+    py::gil_scoped_release no_gil;
+    c.op.callBoxed(stack);
+  }
+  if (c.num_returns == 0) {
+    stack.clear();
+    Py_RETURN_NONE;
+  }
+  if (c.num_returns == 1) {
+    PyObject* out = THPVariable_Wrap(std::move(stack[0]).toTensor());
+    stack.clear();
+    return out;
+  }
+  PyObject* tuple = PyTuple_New(Py_ssize_t(c.num_returns));
+  if (tuple == nullptr) return nullptr;
+  for (size_t i = 0; i < c.num_returns; ++i) {
+    PyTuple_SET_ITEM(tuple, Py_ssize_t(i), THPVariable_Wrap(std::move(stack[i]).toTensor()));
+  }
+  stack.clear();
+  return tuple;
+  END_HANDLE_TH_ERRORS
+}
+
+PyMethodDef kFastCallDef = {"tile_op_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_call)),
+                            METH_FASTCALL | METH_KEYWORDS, "Calls a tile op through c10::Dispatcher."};
+
+py::object make_fast_caller(const std::string& qualname, py::object fallback) {
+  const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
+  if (!tile_op) throw py::value_error("no tile op named " + qualname);
+  auto* caller = new FastCaller{c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), ""),
+                                tile_op->arg_kinds(), size_t(tile_op->num_returns()), fallback.release().ptr()};
+  py::object capsule = py::reinterpret_steal<py::object>(PyCapsule_New(caller, kCapsuleName, destroy_caller));
+  if (!capsule) {
+    Py_XDECREF(caller->fallback);
+    delete caller;
+    throw py::error_already_set();
+  }
+  PyObject* fn = PyCFunction_NewEx(&kFastCallDef, capsule.ptr(), nullptr);
+  if (fn == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
+}  // namespace
+
+void bind_fast_caller(py::module_& m) {
+  m.def("fast_caller", &make_fast_caller, py::arg("qualname"), py::arg("fallback"),
+        "A callable running the tile op through the dispatcher with direct argument conversion; "
+        "`fallback` (torch's own entry) serves every call it does not handle.");
+}
+
+}  // namespace torch_tile
