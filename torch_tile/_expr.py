@@ -47,27 +47,16 @@ INT64_MAX = 2**63 - 1
 
 
 def _next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-def _floordiv(a: int, b: int) -> int:
-    if b == 0:
-        raise ZeroDivisionError("integer division by zero in an op body")
-    return a // b
-
-
-def _mod(a: int, b: int) -> int:
-    if b == 0:
-        raise ZeroDivisionError("integer modulo by zero in an op body")
-    return a % b
+    """triton.next_power_of_2, including its 0 for n <= 0."""
+    return 0 if n <= 0 else 1 << (n - 1).bit_length()
 
 
 _BINARY: dict[Op, tuple[str, Callable[[int, int], int]]] = {
     Op.ADD: ("+", lambda a, b: a + b),
     Op.SUB: ("-", lambda a, b: a - b),
     Op.MUL: ("*", lambda a, b: a * b),
-    Op.FLOORDIV: ("//", _floordiv),
-    Op.MOD: ("%", _mod),
+    Op.FLOORDIV: ("//", lambda a, b: a // b),
+    Op.MOD: ("%", lambda a, b: a % b),
     Op.BITAND: ("&", lambda a, b: a & b),
     Op.BITOR: ("|", lambda a, b: a | b),
     Op.BITXOR: ("^", lambda a, b: a ^ b),
@@ -94,6 +83,11 @@ class GuardSink:
     def note_arithmetic(self) -> None:
         """Called on every symbolic operation (see the tracer's parse-guard logic)."""
 
+    def error(self, message: str, overflow: bool = False) -> Exception:
+        """The exception to raise for a problem in the body (names op and line);
+        with ``overflow`` it is also an OverflowError."""
+        return (OverflowError if overflow else ValueError)(message)
+
 
 class SymbolicInt:
     """An int64 expression with the concrete value of the call being traced."""
@@ -102,7 +96,7 @@ class SymbolicInt:
 
     def __init__(self, code: tuple[int, ...], text: str, value: int, sink: GuardSink, is_bool: bool = False):
         if not (INT64_MIN <= value <= INT64_MAX):
-            raise OverflowError(f"`{text}` = {value} does not fit in int64")
+            raise sink.error(f"integer overflow: `{text}` = {value} does not fit in int64", overflow=True)
         self.code = code
         self.text = text
         self.value = value
@@ -114,7 +108,7 @@ class SymbolicInt:
         if isinstance(other, SymbolicInt):
             return other
         if isinstance(other, bool):
-            other = int(other)
+            return SymbolicInt((Op.CONST, int(other)), str(other), int(other), self.sink, is_bool=True)
         if isinstance(other, int):
             return SymbolicInt((Op.CONST, other), str(other), other, self.sink)
         return None
@@ -126,7 +120,10 @@ class SymbolicInt:
         a, b = (rhs, self) if reverse else (self, rhs)
         symbol, fn = _BINARY[op]
         self.sink.note_arithmetic()
-        return SymbolicInt(a.code + b.code + (op,), f"({a.text} {symbol} {b.text})", fn(a.value, b.value), self.sink)
+        # As in Python (and so for Triton): & | ^ of two bools is a bool.
+        is_bool = a.is_bool and b.is_bool and op in (Op.BITAND, Op.BITOR, Op.BITXOR)
+        return SymbolicInt(a.code + b.code + (op,), f"({a.text} {symbol} {b.text})", fn(a.value, b.value), self.sink,
+                           is_bool)
 
     def _compare(self, other, op: Op):
         rhs = self._lift(other)
@@ -175,7 +172,7 @@ class SymbolicInt:
         return self
 
     def __truediv__(self, o):
-        raise TypeError(f"`{self.text} / ...` makes a float; a launch plan holds integer arithmetic only (use //)")
+        raise self.sink.error(f"`{self.text} / ...` makes a float; a launch plan holds integer arithmetic only (use //)")
 
     __rtruediv__ = __truediv__
 
@@ -253,7 +250,7 @@ def encode_int(value, sink: GuardSink) -> tuple[list[int], str]:
     if isinstance(value, bool):
         value = int(value)
     if not isinstance(value, int):
-        raise TypeError(f"expected an int, got {type(value).__name__}")
+        raise sink.error(f"expected an int, got {type(value).__name__}")
     if not (INT64_MIN <= value <= INT64_MAX):
-        raise OverflowError(f"{value} does not fit in int64")
+        raise sink.error(f"integer overflow: {value} does not fit in int64", overflow=True)
     return [int(Op.CONST), value], str(value)

@@ -48,7 +48,7 @@ class TileOp:
         self.arg_names = [a.name for a in arguments]
         kinds = []
         for a in arguments:
-            kind = _ARG_KINDS.get(str(a.type).rstrip("(a!)"))
+            kind = _ARG_KINDS.get(str(a.real_type))  # real_type: ScalarType/Layout are "int" in a.type
             if kind is None or a.kwarg_only:
                 raise TypeError(
                     f"torch_tile.op {qualname}: argument '{a.name}' has type {a.type}"
@@ -94,6 +94,9 @@ class TileOp:
             return self.fn(*args)
 
     def _interpret(self, *args):
+        # Trace too (cheap next to the interpreter), so that a body the CUDA
+        # path cannot take fails here with the same TraceError.
+        Tracer(self, args).run()
         with launch_mode(InterpretLaunches()):
             return self.fn(*args)
 

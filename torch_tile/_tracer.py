@@ -28,6 +28,10 @@ class TraceError(RuntimeError):
     """The op body did something a launch plan cannot hold."""
 
 
+class TraceOverflowError(TraceError, OverflowError):
+    """Integer arithmetic in the op body left int64 (the plan's integer type)."""
+
+
 ALLOC_EMPTY = 0
 ALLOC_EMPTY_LIKE = 1
 
@@ -39,6 +43,25 @@ _FACTORIES = {
     torch.Tensor.new_empty: ("new_empty", False),
     torch.Tensor.new_zeros: ("new_zeros", True),
 }
+
+
+_OWN_FILES = (_expr.__file__, __file__)
+
+
+def _calling_instruction() -> tuple[int, int]:
+    """(frame id, bytecode offset) of the innermost frame outside torch_tile's tracer."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename in _OWN_FILES:
+        frame = frame.f_back
+    return (id(frame), frame.f_lasti) if frame is not None else (0, -1)
+
+
+def _active_instructions() -> set[tuple[int, int]]:
+    frame, active = sys._getframe(1), set()
+    while frame is not None:
+        active.add((id(frame), frame.f_lasti))
+        frame = frame.f_back
+    return active
 
 
 def body_location(fn) -> str:
@@ -181,10 +204,12 @@ class TensorProxy:
         return True
 
     def new_empty(self, *size, dtype=None, device=None, **kwargs):
-        return self._tracer.factory(torch.Tensor.new_empty, (self, *size), dict(kwargs, dtype=dtype, device=device))
+        with torch._C.DisableTorchFunction():  # the tracer's own torch calls are not the body's
+            return self._tracer.factory(torch.Tensor.new_empty, (self, *size), dict(kwargs, dtype=dtype, device=device))
 
     def new_zeros(self, *size, dtype=None, device=None, **kwargs):
-        return self._tracer.factory(torch.Tensor.new_zeros, (self, *size), dict(kwargs, dtype=dtype, device=device))
+        with torch._C.DisableTorchFunction():
+            return self._tracer.factory(torch.Tensor.new_zeros, (self, *size), dict(kwargs, dtype=dtype, device=device))
 
     # -- what a plan cannot hold -----------------------------------------------------------
     def data_ptr(self):
@@ -272,7 +297,8 @@ class Tracer(GuardSink, LaunchMode):
         self.op = op
         self.num_args = len(args)
         self.guards: dict[tuple[int, ...], str] = {}
-        self._parse_candidates: list[tuple[tuple[int, ...], SymbolicInt]] = []
+        # Guards from int() conversions, with the body instruction that made them.
+        self._parse_candidates: list[tuple[tuple[int, ...], SymbolicInt, tuple[int, int]]] = []
         self.tensor_guards: list[tuple[int, torch.dtype, int]] = []
         self.allocs: list[dict] = []
         self.launches: list[dict] = []
@@ -306,7 +332,7 @@ class Tracer(GuardSink, LaunchMode):
             return
         self.guards[code] = text
         if origin is not None:
-            self._parse_candidates.append((code, origin))
+            self._parse_candidates.append((code, origin, _calling_instruction()))
         else:
             self._parse_candidates.clear()
 
@@ -316,14 +342,19 @@ class Tracer(GuardSink, LaunchMode):
     def _drop_parse_guards(self, values) -> None:
         # torch's argument parser calls __index__ on shape entries before a
         # TorchFunctionMode sees the call; those conversions are not the body's.
+        # They are the ones made at the very instruction (frame and bytecode
+        # offset) that is calling the factory now; an earlier explicit int(n)
+        # was made at another instruction and keeps its guard.
         ids = {id(v) for v in values if isinstance(v, SymbolicInt)}
-        for code, origin in self._parse_candidates:
-            if id(origin) in ids:
+        active = _active_instructions()
+        for code, origin, instruction in self._parse_candidates:
+            if id(origin) in ids and instruction in active:
                 self.guards.pop(code, None)
         self._parse_candidates.clear()
 
-    def error(self, message: str) -> TraceError:
-        return TraceError(f"{self.op.qualname}: {body_location(self.op.fn)}: {message}")
+    def error(self, message: str, overflow: bool = False) -> TraceError:
+        kind = TraceOverflowError if overflow else TraceError
+        return kind(f"{self.op.qualname}: {body_location(self.op.fn)}: {message}")
 
     # -- allocations ------------------------------------------------------------------------------
     def _device_of(self, device) -> None:
@@ -434,9 +465,9 @@ class Tracer(GuardSink, LaunchMode):
             if not isinstance(r, TensorProxy):
                 raise TraceError(f"{self.op.qualname}: the body must return tensors it allocated, got {r!r}")
             if r._slot < self.num_args:
-                raise TraceError(
-                    f"{self.op.qualname}: the body returns its input '{r._name}'; ops may not return an alias of "
-                    "an input: return a new tensor, or declare the mutation with mutates_args and return nothing"
+                raise self.error(
+                    f"the body returns its input '{r._name}'; ops may not return an alias of an input: return a "
+                    "new tensor, or declare the mutation with mutates_args and return nothing"
                 )
             if r._slot in outputs:
                 raise TraceError(f"{self.op.qualname}: the body returns the same tensor twice")

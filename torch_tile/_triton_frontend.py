@@ -122,11 +122,10 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> dict:
 
     kinds, statics, bindings = [], {}, []
     for kp in kernel.params:
-        value = bound.arguments[kp.name]
-        kind, binding = _bind(tracer, kernel, kp, value)
+        kind, binding, static = _bind(tracer, kernel, kp, bound.arguments[kp.name])
         kinds.append(kind)
         if kind == STATIC:
-            statics[kp.name] = value
+            statics[kp.name] = static
         bindings.append(binding)
 
     if callable(grid):
@@ -149,34 +148,39 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> dict:
     }
 
 
-def _bind(tracer, kernel, kp, value) -> tuple[int, tuple]:
-    """(kind, binding tuple for C++) of one kernel parameter."""
+_STATIC = (STATIC, -1, None, 0.0, True, True)
+
+
+def _bind(tracer, kernel, kp, value) -> tuple[int, tuple, Any]:
+    """(kind, binding tuple for C++, compile-time value for STATIC) of one parameter."""
     spec = not kp.do_not_specialize
     align = not kp.do_not_specialize_on_alignment
     where = f"parameter '{kp.name}' of {kernel.fn.__name__}"
     if kp.is_constexpr:
+        if isinstance(value, SymbolicInt) and value.is_bool:
+            return STATIC, _STATIC, bool(value.specialize())  # constexpr bools stay bools (guarded)
         if isinstance(value, SymbolicInt):
-            return CONSTEXPR, (CONSTEXPR, -1, value.encode(), 0.0, True, True)
+            return CONSTEXPR, (CONSTEXPR, -1, value.encode(), 0.0, True, True), None
         if isinstance(value, (TensorProxy, SymbolicFloat)):
             raise tracer.error(f"{where} is tl.constexpr but receives {value!r}")
-        return STATIC, (STATIC, -1, None, 0.0, True, True)
+        return STATIC, _STATIC, value
     if isinstance(value, TensorProxy):
-        return TENSOR, (TENSOR, value._slot, None, 0.0, spec, align)
+        return TENSOR, (TENSOR, value._slot, None, 0.0, spec, align), None
     if isinstance(value, SymbolicInt):
         kind = BOOL if value.is_bool else INT
-        return kind, (kind, -1, value.encode(), 0.0, spec, align)
+        return kind, (kind, -1, value.encode(), 0.0, spec, align), None
     if isinstance(value, bool):
-        return BOOL, (BOOL, -1, encode_int(int(value), tracer), 0.0, spec, align)
+        return BOOL, (BOOL, -1, encode_int(int(value), tracer), 0.0, spec, align), None
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise tracer.error(f"{where} = {value} does not fit in int64")
-        return INT, (INT, -1, encode_int(value, tracer), 0.0, spec, align)
+        return INT, (INT, -1, encode_int(value, tracer), 0.0, spec, align), None
     if isinstance(value, float):
-        return FLOAT, (FLOAT, -1, None, value, spec, align)
+        return FLOAT, (FLOAT, -1, None, value, spec, align), None
     if isinstance(value, SymbolicFloat):
-        return FLOAT, (FLOAT, value.arg, None, 0.0, spec, align)
+        return FLOAT, (FLOAT, value.arg, None, 0.0, spec, align), None
     if value is None:
-        return STATIC, (STATIC, -1, None, 0.0, True, True)
+        return STATIC, _STATIC, None
     if isinstance(value, torch.Tensor):
         raise tracer.error(f"{where} receives a tensor the op did not take or allocate")
     raise tracer.error(f"{where} receives an unsupported value {value!r} ({type(value).__name__})")

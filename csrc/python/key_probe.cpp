@@ -8,6 +8,7 @@
 #include "../runtime/plan_executor.h"
 #include "../torch/dtype_map.h"
 #include "../torch/error_translation.h"
+#include "../torch/output_allocation.h"
 #include "../torch/torch_launch_host.h"
 #include "plan_from_python.h"
 
@@ -27,15 +28,16 @@ TensorArg cpu_view(const at::Tensor& t) {
 py::list specialization_keys(const py::dict& plan_dict, const py::tuple& args) {
   try {
     const std::unique_ptr<LaunchPlan> plan = plan_from_python(plan_dict);
+    plan->validate(int(args.size()));
     CallArgs call;
-    std::vector<at::Tensor> keep;  // inputs and allocated outputs
+    std::vector<at::Tensor> tensors(args.size() + plan->allocs.size());  // by slot
     call.num_args = int32_t(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
       const py::handle a = args[i];
       call.slots[i] = TensorArg{};
       if (THPVariable_Check(a.ptr())) {
-        keep.push_back(THPVariable_Unpack(a.ptr()));
-        call.slots[i] = cpu_view(keep.back());
+        tensors[i] = THPVariable_Unpack(a.ptr());
+        call.slots[i] = cpu_view(tensors[i]);
       } else if (py::isinstance<py::bool_>(a)) {
         call.ints[i] = a.cast<bool>();
       } else if (py::isinstance<py::int_>(a)) {
@@ -45,23 +47,16 @@ py::list specialization_keys(const py::dict& plan_dict, const py::tuple& args) {
       }
     }
     call.num_slots = call.num_args;
-    plan->validate(call.num_args);
-    keep.reserve(keep.size() + plan->allocs.size());
     for (const AllocStep& s : plan->allocs) {
       const EvalContext ctx = call.eval();
       std::vector<int64_t> shape;
       for (const Expr& e : s.shape) shape.push_back(e.evaluate(ctx));
-      const c10::ScalarType dtype = to_scalar_type(unpack_dtype(s.dtype));
-      at::Tensor t;
-      if (s.kind == AllocStep::Kind::EmptyLike) {
-        const TensorArg& src = call.slots[s.like_slot];
-        t = at::empty_strided(c10::IntArrayRef(src.sizes, size_t(src.ndim)),
-                              c10::IntArrayRef(src.strides, size_t(src.ndim)), at::TensorOptions().dtype(dtype));
-      } else {
-        t = at::empty(shape, at::TensorOptions().dtype(dtype));
-      }
-      keep.push_back(t);
-      call.slots[call.num_slots++] = cpu_view(keep.back());
+      const at::Tensor* like = s.kind == AllocStep::Kind::EmptyLike ? &tensors[size_t(s.like_slot)] : nullptr;
+      const int slot = call.num_slots++;
+      tensors[size_t(slot)] = allocate_output(s, shape.data(), int(shape.size()), like,
+                                              c10::GetAllocator(c10::DeviceType::CPU),
+                                              c10::DispatchKeySet(c10::DispatchKey::CPU));
+      call.slots[slot] = cpu_view(tensors[size_t(slot)]);
     }
     py::list out;
     for (const LaunchStep& step : plan->launches) {

@@ -63,8 +63,10 @@ int64_t floor_mod(const Expr& e, int64_t a, int64_t b) {
   return r;
 }
 
+// triton.next_power_of_2, which gives 0 for n <= 0.
 int64_t next_pow2(const Expr& e, int64_t n) {
-  if (n <= 1) return 1;
+  if (n <= 0) return 0;
+  if (n == 1) return 1;
   if (n > (int64_t(1) << 62)) overflow(e);
   uint64_t v = uint64_t(n) - 1;
   v |= v >> 1; v |= v >> 2; v |= v >> 4; v |= v >> 8; v |= v >> 16; v |= v >> 32;

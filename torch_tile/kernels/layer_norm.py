@@ -1,5 +1,6 @@
-"""Layer-norm forward over the last dimension; returns (out, mean, rstd) like
-``torch.native_layer_norm``."""
+"""Layer-norm forward over the last dimension; returns (out, mean, rstd) as
+``torch.native_layer_norm`` does, except that mean and rstd are float32 vectors
+of one value per row (shape ``(rows,)``)."""
 
 import torch
 import triton
@@ -39,6 +40,8 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     mean = torch.empty((n_rows,), dtype=torch.float32, device=x.device)
     rstd = torch.empty((n_rows,), dtype=torch.float32, device=x.device)
+    if n_cols == 0:
+        raise ValueError("tile::layer_norm: cannot normalise rows of 0 elements")
     BLOCK = triton.next_power_of_2(n_cols)
     num_warps = min(max(BLOCK // 256, 1), 8)
     layer_norm_kernel[(n_rows,)](out, x, weight, bias, mean, rstd, x.stride(0), out.stride(0), n_cols, eps,

@@ -28,6 +28,8 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         raise ValueError("tile::softmax: rows must be contiguous (x.stride(1) == 1)")
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
+    if n_cols == 0:
+        return out  # nothing to normalise (and tl.arange needs a positive block)
     BLOCK = triton.next_power_of_2(n_cols)
     num_warps = 4 if BLOCK < 2048 else 8  # a branch on a size: a guard in the plan
     softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK=BLOCK, num_warps=num_warps)

@@ -1,0 +1,18 @@
+// Allocating a plan output with torch's semantics, for any device's allocator.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/DispatchKeySet.h>
+
+#include "../runtime/launch_plan.h"
+
+namespace torch_tile {
+
+// Empty: contiguous `shape`. EmptyLike: `like`'s sizes, and its strides when it
+// is non-overlapping and dense (empty_like's preserve_format), else contiguous.
+// Zero-filled for zeros/zeros_like.
+at::Tensor allocate_output(const AllocStep& step, const int64_t* shape, int rank, const at::Tensor* like,
+                           c10::Allocator* allocator, c10::DispatchKeySet keys);
+
+}  // namespace torch_tile
