@@ -7,8 +7,9 @@ torch_tile from C++ through c10::Dispatcher, and its implementation called
 directly (to show what the dispatcher costs); Triton's JIT launch (kernel[grid], allocating the output like
 the op does); torch.library.triton_op; eager torch.add; and bare
 cuLaunchKernelEx replaying the same launch (the floor). Each is timed as the
-host wall time of a loop of calls divided by the count (median of several
-repeats), with the GPU synchronised before each repeat. Writes
+host wall time of a loop of calls divided by the count, with the GPU
+synchronised before each loop; rows take turns within each repeat and the
+median over repeats is reported (with min..max). Writes
 launch_overhead.json and launch_overhead.png to --out.
 """
 
@@ -40,9 +41,18 @@ def _python_loop(fn, iters: int) -> float:
     return elapsed
 
 
-def _median_us(measure, iters: int, repeats: int) -> float:
-    measure(max(iters // 10, 10))  # warm
-    return statistics.median(measure(iters) / iters * 1e6 for _ in range(repeats))
+def _interleaved_medians(measures: dict, iters: int, repeats: int) -> tuple[dict, dict]:
+    """Median and spread (min..max) of µs per call for each row. Rows are measured
+    in turn within each repeat, so a slow spell of the machine hits all alike."""
+    for measure in measures.values():
+        measure(max(iters // 10, 10))  # warm
+    samples = {name: [] for name in measures}
+    for _ in range(repeats):
+        for name, measure in measures.items():
+            samples[name].append(measure(iters) / iters * 1e6)
+    medians = {name: statistics.median(v) for name, v in samples.items()}
+    spread = {name: [min(v), max(v)] for name, v in samples.items()}
+    return medians, spread
 
 
 def triton_jit_add(x, y):
@@ -75,22 +85,20 @@ def run(iters: int, repeats: int) -> dict:
     tile_add = torch.ops.tile.add
     tile_add_overload = torch.ops.tile.add.default
 
-    rows = {
-        "torch_tile (torch.ops, Python)": _median_us(lambda n: _python_loop(lambda: tile_add(x, y), n), iters, repeats),
-        "torch_tile (.default overload)": _median_us(lambda n: _python_loop(lambda: tile_add_overload(x, y), n), iters,
-                                                    repeats),
-        "torch_tile (C++ dispatcher)": _median_us(lambda n: tt._C.bench_dispatcher("tile::add", (x, y), n), iters,
-                                                 repeats),
-        "torch_tile (C++, no dispatcher)": _median_us(lambda n: tt._C.bench_direct("tile::add", (x, y), n), iters,
-                                                     repeats),
-        "Triton JIT kernel[grid]": _median_us(lambda n: _python_loop(lambda: triton_jit_add(x, y), n), iters,
-                                             repeats),
-        "torch.library.triton_op": _median_us(lambda n: _python_loop(lambda: triton_op_add(x, y), n), iters,
-                                             repeats),
-        "eager torch.add": _median_us(lambda n: _python_loop(lambda: torch.add(x, y), n), iters, repeats),
-        "raw cuLaunchKernelEx (floor)": _median_us(lambda n: tt._C.bench_raw_launch("tile::add", (x, y), n), iters,
-                                                  repeats),
+    def py_loop(fn):
+        return lambda n: _python_loop(fn, n)
+
+    measures = {
+        "torch_tile (torch.ops, Python)": py_loop(lambda: tile_add(x, y)),
+        "torch_tile (.default overload)": py_loop(lambda: tile_add_overload(x, y)),
+        "torch_tile (C++ dispatcher)": lambda n: tt._C.bench_dispatcher("tile::add", (x, y), n),
+        "torch_tile (C++, no dispatcher)": lambda n: tt._C.bench_direct("tile::add", (x, y), n),
+        "Triton JIT kernel[grid]": py_loop(lambda: triton_jit_add(x, y)),
+        "torch.library.triton_op": py_loop(lambda: triton_op_add(x, y)),
+        "eager torch.add": py_loop(lambda: torch.add(x, y)),
+        "raw cuLaunchKernelEx (floor)": lambda n: tt._C.bench_raw_launch("tile::add", (x, y), n),
     }
+    rows, spread = _interleaved_medians(measures, iters, repeats)
     py = rows["torch_tile (torch.ops, Python)"]
     cpp = rows["torch_tile (C++ dispatcher)"]
     floor = rows["raw cuLaunchKernelEx (floor)"]
@@ -107,6 +115,7 @@ def run(iters: int, repeats: int) -> dict:
         "iters": iters,
         "repeats": repeats,
         "host_us_per_call": rows,
+        "host_us_per_call_min_max": spread,
         "ratios": {
             "triton_jit_over_torch_tile": rows["Triton JIT kernel[grid]"] / py,
             "triton_op_over_torch_tile": rows["torch.library.triton_op"] / py,
@@ -141,8 +150,8 @@ def plot(result: dict, path: str) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--iters", type=int, default=20000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--iters", type=int, default=5000)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = parser.parse_args()
     if not torch.cuda.is_available():

@@ -7,3 +7,36 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
 requires_two_gpus = pytest.mark.skipif(
     not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs two CUDA GPUs"
 )
+
+
+def _interpreter_handles_scalar_loops() -> bool:
+    """Triton 3.6's interpreter passes scalar kernel arguments as 1-element
+    arrays, which numpy >= 2.5 refuses to turn into a loop bound
+    (`range(tl.cdiv(K, BLOCK))` fails). Newer Triton handles it."""
+    import triton
+    import triton.language as tl
+
+    from torch_tile._launch_mode import launch_mode
+    from torch_tile._triton_frontend import InterpretLaunches
+
+    @triton.jit
+    def _loop_kernel(out_ptr, n):
+        acc = 0
+        for _ in range(0, tl.cdiv(n, 2)):
+            acc += 1
+        tl.store(out_ptr, acc)
+
+    out = torch.zeros(1, dtype=torch.int32)
+    try:
+        with launch_mode(InterpretLaunches()):
+            _loop_kernel[(1,)](out, 4)
+    except Exception:  # noqa: BLE001 - any failure means the loop cannot be interpreted
+        return False
+    return int(out) == 2
+
+
+requires_interpreter_scalar_loops = pytest.mark.skipif(
+    not _interpreter_handles_scalar_loops(),
+    reason="this Triton's interpreter cannot loop to a scalar-argument bound with this numpy "
+    "(Triton 3.6 + numpy >= 2.5); the CPU debug path of tile::matmul needs it",
+)

@@ -12,6 +12,8 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from torch_tile import kernels  # noqa: F401  (registers torch.ops.tile.*)
 
+from conftest import requires_interpreter_scalar_loops
+
 
 @pytest.fixture(autouse=True)
 def _seed():
@@ -95,6 +97,7 @@ def _mixed(x, y, w, b):
     return torch.relu(m).sum(0) + mean.mean() + rstd.max()
 
 
+@requires_interpreter_scalar_loops
 def test_compile_fullgraph_mixed_ops():
     """fullgraph=True fails on any graph break: tile ops must be traceable by Dynamo."""
     torch._dynamo.reset()
@@ -181,10 +184,12 @@ def _opcheck_cases():
         ("softmax", torch.ops.tile.softmax.default, (x,)),
         ("softmax_large", torch.ops.tile.softmax.default, (torch.randn(2, 3000),)),
         ("layer_norm", torch.ops.tile.layer_norm.default, (x, w, b, 1e-5)),
-        ("matmul", torch.ops.tile.matmul.default, (x, torch.randn(16, 8))),
+        pytest.param("matmul", torch.ops.tile.matmul.default, (x, torch.randn(16, 8)),
+                     marks=requires_interpreter_scalar_loops),
     ]
 
 
-@pytest.mark.parametrize("name, op, args", _opcheck_cases(), ids=[c[0] for c in _opcheck_cases()])
+@pytest.mark.parametrize("name, op, args", _opcheck_cases(), ids=["add", "add_", "softmax", "softmax_large",
+                                                                  "layer_norm", "matmul"])
 def test_opcheck(name, op, args):
     torch.library.opcheck(op, args, test_utils=OPCHECK_UTILS)

@@ -223,20 +223,6 @@ def test_enum_argument_types_refused_at_registration(arg_type):
         tt.op(f"{NS}::enum_{arg_type}", lambda x, a: torch.empty_like(x), schema=f"(Tensor x, {arg_type} a) -> Tensor")
 
 
-def test_scalar_type_argument_is_not_traceable():
-    """What makes the case above a bug: an op registered with a ScalarType argument cannot be traced."""
-    qualname = f"{NS}::dtype_arg"
-    try:
-        op = tt.op(qualname, lambda x, a: torch.empty_like(x, dtype=a), schema="(Tensor x, ScalarType a) -> Tensor")
-    except TypeError:
-        pytest.skip("registration refuses ScalarType (bug fixed)")
-    # The CPU path runs the body eagerly and works...
-    assert torch.ops.tt_cpu_import.dtype_arg(torch.randn(3), torch.float16).dtype == torch.float16
-    # ...but the plan tracer (the CUDA path) cannot hold the argument.
-    with pytest.raises(tt.TraceError, match="argument 'a' of type dtype is not supported"):
-        op.trace(torch.randn(3), torch.float16)
-
-
 def test_keyword_only_argument_refused():
     with pytest.raises(TypeError, match=r"argument 'n' has type int \(keyword-only\)"):
         tt.op(f"{NS}::kwonly", lambda x, n: None, schema="(Tensor x, *, int n) -> Tensor")

@@ -12,6 +12,8 @@ import torch
 import torch_tile as tt
 from torch_tile import kernels as K
 
+from conftest import requires_interpreter_scalar_loops
+
 FLOAT_DTYPES = [torch.float32, torch.float16]
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float16: dict(atol=2e-3, rtol=2e-3)}
 
@@ -196,6 +198,7 @@ def test_layer_norm_rejects_bad_inputs():
 # -- matmul ----------------------------------------------------------------------------------------
 
 
+@requires_interpreter_scalar_loops
 @pytest.mark.parametrize("M, K_, N", [(1, 1, 1), (16, 32, 16), (40, 50, 30), (70, 33, 65)])
 def test_matmul_fp32(M, K_, N):
     a = torch.randn(M, K_)
@@ -205,6 +208,7 @@ def test_matmul_fp32(M, K_, N):
     torch.testing.assert_close(out, a @ b, atol=1e-4, rtol=1e-4)
 
 
+@requires_interpreter_scalar_loops
 def test_matmul_fp16():
     a = torch.randn(48, 40, dtype=torch.float16)
     b = torch.randn(40, 24, dtype=torch.float16)
@@ -213,6 +217,7 @@ def test_matmul_fp16():
     torch.testing.assert_close(out.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
 
 
+@requires_interpreter_scalar_loops
 def test_matmul_transposed_operands():
     a = torch.randn(20, 36).t()  # (36, 20), strides (1, 36)
     b = torch.randn(17, 20).t()  # (20, 17), strides (1, 20)
@@ -286,6 +291,7 @@ def test_empty_rows():
     assert torch.ops.tile.matmul(torch.empty(0, 5), torch.randn(5, 3)).shape == (0, 3)
 
 
+@requires_interpreter_scalar_loops
 def test_matmul_empty_inner_dimension_is_zeros():
     out = torch.ops.tile.matmul(torch.empty(3, 0), torch.empty(0, 4))
     assert torch.equal(out, torch.zeros(3, 4))

@@ -41,25 +41,25 @@ class TileOp:
         if schema is None:
             schema = torch.library.infer_schema(fn, mutates_args=mutates_args)
         self.schema = schema
-        self._lib = torch.library.Library(self.namespace, "FRAGMENT")
-        self._lib.define(self.name + schema)
-        self.overload = getattr(getattr(torch.ops, self.namespace), self.name).default
-        arguments = self.overload._schema.arguments
-        self.arg_names = [a.name for a in arguments]
+        # Validate before defining, so that a refused op leaves nothing behind.
+        parsed = torch._C.parse_schema(f"{qualname}{schema}")
+        self.arg_names = [a.name for a in parsed.arguments]
         kinds = []
-        for a in arguments:
+        for a in parsed.arguments:
             kind = _ARG_KINDS.get(str(a.real_type))  # real_type: ScalarType/Layout are "int" in a.type
             if kind is None or a.kwarg_only:
                 raise TypeError(
-                    f"torch_tile.op {qualname}: argument '{a.name}' has type {a.type}"
+                    f"torch_tile.op {qualname}: argument '{a.name}' has type {a.real_type}"
                     f"{' (keyword-only)' if a.kwarg_only else ''}; supported: positional Tensor, int, float, bool"
                 )
             kinds.append(kind)
-        returns = self.overload._schema.returns
-        for r in returns:
+        for r in parsed.returns:
             if str(r.type) != "Tensor":
                 raise TypeError(f"torch_tile.op {qualname}: returns must be Tensors, got {r.type}")
-        self.num_returns = len(returns)
+        self.num_returns = len(parsed.returns)
+        self._lib = torch.library.Library(self.namespace, "FRAGMENT")
+        self._lib.define(self.name + schema)
+        self.overload = getattr(getattr(torch.ops, self.namespace), self.name).default
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
         self._lib.impl(self.name, self._interpret, "CPU")
         _C.register_op(qualname, kinds, self.num_returns, self._trace, "CUDA")
