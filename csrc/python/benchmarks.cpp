@@ -6,7 +6,10 @@
 #include <chrono>
 
 #include "../runtime/cuda_driver.h"
+#include "../runtime/plan_executor.h"
+#include "../torch/dtype_map.h"
 #include "../torch/error_translation.h"
+#include "../torch/output_allocation.h"
 #include "../torch/tile_op.h"
 
 namespace py = pybind11;
@@ -53,9 +56,11 @@ double bench_direct(const std::string& qualname, const py::tuple& args, int64_t 
   return std::chrono::duration<double>(stop - start).count();
 }
 
-// Seconds for `iters` bare cuLaunchKernelEx calls replaying the op's last
-// launch for these arguments: the floor any launcher pays.
-double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters) {
+// Seconds for `iters` bare driver launches replaying the op's last launch for
+// these arguments: the floor any launcher pays. `extended` picks
+// cuLaunchKernelEx, else the entry the runtime uses (cuLaunchKernel when the
+// launch has no attributes).
+double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters, bool extended) {
   const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
   if (!tile_op) throw py::value_error("no tile op named " + qualname);
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
@@ -67,17 +72,38 @@ double bench_raw_launch(const std::string& qualname, const py::tuple& args, int6
   const CudaDriver& d = cuda_driver();
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
-    d.check(d.cuLaunchKernelEx(&launch.config, launch.function, launch.params, nullptr), "cuLaunchKernelEx");
+    d.check(extended ? d.cuLaunchKernelEx(&launch.config, launch.function, launch.params, nullptr)
+                     : submit(d, launch),
+            "launch");
   }
   const auto stop = std::chrono::steady_clock::now();
   return std::chrono::duration<double>(stop - start).count();
 }
 
-template <class Fn>
-auto translating(Fn fn) {
-  return [fn](const std::string& q, const py::tuple& a, int64_t n) {
+// Seconds for `iters` allocations and frees of a tensor like `like` (CUDA
+// caching allocator, the op's own output path): part of every op's cost.
+double bench_output_allocation(const at::Tensor& like, int64_t iters) {
+  py::gil_scoped_release no_gil;
+  AllocStep step;
+  step.kind = AllocStep::Kind::EmptyLike;
+  DLDataType dl{};
+  to_dl_dtype(like.scalar_type(), &dl);
+  step.dtype = pack_dtype(dl);
+  c10::Allocator* allocator = c10::GetAllocator(c10::DeviceType::CUDA);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    at::Tensor t = allocate_output(step, nullptr, 0, &like, allocator, c10::DispatchKeySet(c10::DispatchKey::CUDA));
+  }
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(stop - start).count();
+}
+
+// Runtime errors reach Python as the matching torch errors.
+template <class R, class... Args>
+auto translating(R (*fn)(Args...)) {
+  return [fn](Args... args) -> R {
     try {
-      return fn(q, a, n);
+      return fn(args...);
     } catch (const Error& e) {
       rethrow_as_torch_error(e);
     }
@@ -92,7 +118,11 @@ void bind_benchmarks(py::module_& m) {
   m.def("bench_direct", translating(bench_direct), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Seconds for `iters` calls of the op's C++ implementation without the dispatcher (GIL released).");
   m.def("bench_raw_launch", translating(bench_raw_launch), py::arg("qualname"), py::arg("args"), py::arg("iters"),
-        "Seconds for `iters` bare cuLaunchKernelEx replays of the op's last launch (the driver floor).");
+        py::arg("extended") = true,
+        "Seconds for `iters` bare driver replays of the op's last launch (the floor): cuLaunchKernelEx if "
+        "`extended`, else the entry point the runtime uses.");
+  m.def("bench_output_allocation", translating(bench_output_allocation), py::arg("like"), py::arg("iters"),
+        "Seconds for `iters` allocations and frees of an output like `like` (CUDA caching allocator).");
 }
 
 }  // namespace torch_tile

@@ -47,6 +47,7 @@ CudaDriver load_driver() {
   resolve(lib, "cuFuncSetAttribute", d.cuFuncSetAttribute);
   resolve(lib, "cuFuncSetCacheConfig", d.cuFuncSetCacheConfig);
   resolve(lib, "cuLaunchKernelEx", d.cuLaunchKernelEx);
+  resolve(lib, "cuLaunchKernel", d.cuLaunchKernel);
   d.check(d.cuInit(0), "cuInit");
   return d;
 }

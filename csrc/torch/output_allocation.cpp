@@ -13,7 +13,8 @@ at::Tensor allocate_output(const AllocStep& step, const int64_t* shape, int rank
   at::Tensor t;
   if (step.kind == AllocStep::Kind::EmptyLike) {
     if (like == nullptr) fail(ErrorKind::Runtime, "empty_like without a source tensor");
-    t = like->is_non_overlapping_and_dense()
+    // A contiguous source takes the cheaper contiguous constructor (same result).
+    t = (!like->is_contiguous() && like->is_non_overlapping_and_dense())
             ? at::detail::empty_strided_generic(like->sizes(), like->strides(), allocator, keys, dtype)
             : at::detail::empty_generic(like->sizes(), allocator, keys, dtype, std::nullopt);
   } else {
