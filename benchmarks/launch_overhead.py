@@ -103,6 +103,7 @@ def run(iters: int, repeats: int) -> dict:
         "output alloc + free only": lambda n: tt._C.bench_output_allocation(x, n),
     }
     rows, spread = _interleaved_medians(measures, iters, repeats)
+    breakdown = tt._C.bench_breakdown("tile::add", (x, y), iters * 10)
     py = rows["torch_tile (torch.ops, Python)"]
     cpp = rows["torch_tile (C++ dispatcher)"]
     floor = rows["raw cuLaunchKernelEx (floor)"]
@@ -120,6 +121,7 @@ def run(iters: int, repeats: int) -> dict:
         "repeats": repeats,
         "host_us_per_call": rows,
         "host_us_per_call_min_max": spread,
+        "launch_path_ns": breakdown,
         "ratios": {
             "triton_jit_over_torch_tile": rows["Triton JIT kernel[grid]"] / py,
             "triton_op_over_torch_tile": rows["torch.library.triton_op"] / py,
@@ -165,6 +167,8 @@ def main() -> int:
     result = run(args.iters, args.repeats)
     for name, us in result["host_us_per_call"].items():
         print(f"{name:34s} {us:8.2f} µs/call")
+    for name, ns in result["launch_path_ns"].items():
+        print(f"  piece {name:28s} {ns:8.1f} ns")
     for name, value in result["ratios"].items():
         print(f"{name:34s} {value:8.2f}")
     for name, ok in result["targets_met"].items():

@@ -1,15 +1,18 @@
 #include "benchmarks.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 
 #include <chrono>
 
 #include "../runtime/cuda_driver.h"
+#include "../runtime/device_info.h"
 #include "../runtime/plan_executor.h"
 #include "../torch/dtype_map.h"
 #include "../torch/error_translation.h"
 #include "../torch/output_allocation.h"
+#include "../torch/torch_launch_host.h"
 #include "../torch/tile_op.h"
 
 namespace py = pybind11;
@@ -98,6 +101,62 @@ double bench_output_allocation(const at::Tensor& like, int64_t iters) {
   return std::chrono::duration<double>(stop - start).count();
 }
 
+template <class Fn>
+double ns_per_iteration(int64_t iters, Fn fn) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) fn();
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(stop - start).count() / double(iters);
+}
+
+// Nanoseconds per call of each piece of the launch path, timed in isolation,
+// for the op's first plan and launch with these arguments.
+py::dict bench_breakdown(const std::string& qualname, const py::tuple& args, int64_t iters) {
+  const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
+  if (!tile_op) throw py::value_error("no tile op named " + qualname);
+  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
+  torch::jit::Stack stack = stack_for(op, args);
+  py::dict out;
+  py::gil_scoped_release no_gil;
+  tile_op->call(stack);  // warm; the outputs now follow the arguments
+  torch::jit::Stack inputs = stack_for(op, args);
+  CallArgs call;
+  tile_op->read_arguments(inputs.data(), call);
+  const LaunchPlan* plan = tile_op->plans().select(call);
+  if (plan == nullptr || plan->launches.empty()) throw py::value_error("no plan with a launch");
+  const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(call.device));
+  double t_args = ns_per_iteration(iters, [&] { tile_op->read_arguments(inputs.data(), call); });
+  double t_select = ns_per_iteration(iters, [&] { plan = tile_op->plans().select(call); });
+  double t_device = ns_per_iteration(iters, [&] { (void)cuda->getDevice(); });
+  double t_stream = ns_per_iteration(iters, [&] { (void)cuda->getStreamNativeHandle(cuda->getStream(device)); });
+  double t_context = ns_per_iteration(iters, [&] { ensure_context(call.device); });
+  // Outputs of the warm call fill the output slots so the launch can be keyed.
+  for (size_t i = 0; i < plan->allocs.size(); ++i) {
+    const at::Tensor& t = stack[i].toTensor();
+    DLDataType dl{};
+    to_dl_dtype(t.scalar_type(), &dl);
+    call.slots[call.num_args + int(i)] = view_of(t, dl);
+  }
+  call.num_slots = call.num_args + int(plan->allocs.size());
+  const LaunchStep& step = plan->launches[0];
+  SpecializationKey key;
+  double t_key = ns_per_iteration(iters, [&] {
+    compute_key(step, call, key);
+    (void)step.inline_cache->lookup(key);
+  });
+  {
+    py::gil_scoped_acquire gil;
+    out["read_arguments"] = t_args;
+    out["select_plan"] = t_select;
+    out["current_device"] = t_device;
+    out["current_stream"] = t_stream;
+    out["ensure_context"] = t_context;
+    out["key_and_inline_cache"] = t_key;
+  }
+  return out;
+}
+
 // Runtime errors reach Python as the matching torch errors.
 template <class R, class... Args>
 auto translating(R (*fn)(Args...)) {
@@ -121,6 +180,8 @@ void bind_benchmarks(py::module_& m) {
         py::arg("extended") = true,
         "Seconds for `iters` bare driver replays of the op's last launch (the floor): cuLaunchKernelEx if "
         "`extended`, else the entry point the runtime uses.");
+  m.def("bench_breakdown", translating(bench_breakdown), py::arg("qualname"), py::arg("args"), py::arg("iters"),
+        "Nanoseconds per call of pieces of the launch path (arguments, plan, device, stream, context, key).");
   m.def("bench_output_allocation", translating(bench_output_allocation), py::arg("like"), py::arg("iters"),
         "Seconds for `iters` allocations and frees of an output like `like` (CUDA caching allocator).");
 }

@@ -53,8 +53,10 @@ std::string argument_name(const TileOp& op, size_t i) {
   fail(kind, op.qualname() + ": argument " + argument_name(op, i) + " expected " + expected + ", got " + got);
 }
 
-// Reads the op's arguments from the stack into `args` and finds their device.
-void read_arguments(const TileOp& op, const c10::IValue* in, CallArgs& args) {
+}  // namespace
+
+void TileOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
+  const TileOp& op = *this;
   const size_t n = op.arg_kinds().size();
   args.num_args = int32_t(n);
   args.num_slots = int32_t(n);
@@ -99,8 +101,6 @@ void read_arguments(const TileOp& op, const c10::IValue* in, CallArgs& args) {
   }
 }
 
-}  // namespace
-
 TileOp::TileOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
                std::shared_ptr<PlanTracer> tracer, std::shared_ptr<Compiler> compiler)
     : qualname_(std::move(qualname)), arg_kinds_(std::move(arg_kinds)), num_returns_(num_returns),
@@ -130,7 +130,7 @@ void TileOp::call(torch::jit::Stack& stack, PreparedLaunch* last) {
   const c10::IValue* in = stack.data() + first;
   try {
     CallArgs args;
-    read_arguments(*this, in, args);
+    read_arguments(in, args);
     const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device));
     // Switch devices only when needed: the guard costs runtime calls on every call.
     const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);

@@ -44,6 +44,8 @@ class TileOp {
   // traces a plan, runs it on the current stream, pushes the outputs.
   // `last`, when given, receives the last launch (for the driver-floor benchmark).
   void call(torch::jit::Stack& stack, PreparedLaunch* last = nullptr);
+  // Reads the op's arguments (`in`, on the stack) into `args` and checks devices and dtypes.
+  void read_arguments(const c10::IValue* in, CallArgs& args) const;
 
  private:
   const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
