@@ -116,10 +116,10 @@ py::dict bench_breakdown(const std::string& qualname, const py::tuple& args, int
   if (!tile_op) throw py::value_error("no tile op named " + qualname);
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
   torch::jit::Stack stack = stack_for(op, args);
+  torch::jit::Stack inputs = stack_for(op, args);
   py::dict out;
   py::gil_scoped_release no_gil;
-  tile_op->call(stack);  // warm; the outputs now follow the arguments
-  torch::jit::Stack inputs = stack_for(op, args);
+  tile_op->call(stack);  // warm; `stack` now holds the outputs
   CallArgs call;
   tile_op->read_arguments(inputs.data(), call);
   const LaunchPlan* plan = tile_op->plans().select(call);
