@@ -6,9 +6,9 @@ Rows: torch_tile through torch.ops from Python (packet and .default overload);
 torch_tile from C++ through c10::Dispatcher, and its implementation called
 directly (to show what the dispatcher costs); Triton's JIT launch (kernel[grid], allocating the output like
 the op does); torch.library.triton_op; eager torch.add; and bare
-cuLaunchKernelEx replaying the same launch (the floor). Two more rows help read
-them: bare cuLaunchKernel (what the runtime calls when a launch has no
-attributes) and the allocation + free of the output alone. Each is timed as the
+cuLaunchKernelEx replaying the same launch (the floor). One more row helps read
+them: the allocation + free of the output alone (CUDA caching allocator), and
+the JSON has a breakdown of the launch path's other pieces in ns. Each is timed as the
 host wall time of a loop of calls divided by the count, with the GPU
 synchronised before each loop; rows take turns within each repeat and the
 median over repeats is reported (with min..max). Writes
@@ -99,7 +99,6 @@ def run(iters: int, repeats: int) -> dict:
         "torch.library.triton_op": py_loop(lambda: triton_op_add(x, y)),
         "eager torch.add": py_loop(lambda: torch.add(x, y)),
         "raw cuLaunchKernelEx (floor)": lambda n: tt._C.bench_raw_launch("tile::add", (x, y), n),
-        "raw cuLaunchKernel": lambda n: tt._C.bench_raw_launch("tile::add", (x, y), n, extended=False),
         "output alloc + free only": lambda n: tt._C.bench_output_allocation(x, n),
     }
     rows, spread = _interleaved_medians(measures, iters, repeats)

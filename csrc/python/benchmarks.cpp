@@ -59,11 +59,9 @@ double bench_direct(const std::string& qualname, const py::tuple& args, int64_t 
   return std::chrono::duration<double>(stop - start).count();
 }
 
-// Seconds for `iters` bare driver launches replaying the op's last launch for
-// these arguments: the floor any launcher pays. `extended` picks
-// cuLaunchKernelEx, else the entry the runtime uses (cuLaunchKernel when the
-// launch has no attributes).
-double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters, bool extended) {
+// Seconds for `iters` bare cuLaunchKernelEx calls replaying the op's last
+// launch for these arguments: the floor any launcher pays.
+double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters) {
   const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
   if (!tile_op) throw py::value_error("no tile op named " + qualname);
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
@@ -75,9 +73,7 @@ double bench_raw_launch(const std::string& qualname, const py::tuple& args, int6
   const CudaDriver& d = cuda_driver();
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
-    d.check(extended ? d.cuLaunchKernelEx(&launch.config, launch.function, launch.params, nullptr)
-                     : submit(d, launch),
-            "launch");
+    d.check(d.cuLaunchKernelEx(&launch.config, launch.function, launch.params, nullptr), "cuLaunchKernelEx");
   }
   const auto stop = std::chrono::steady_clock::now();
   return std::chrono::duration<double>(stop - start).count();
@@ -177,9 +173,7 @@ void bind_benchmarks(py::module_& m) {
   m.def("bench_direct", translating(bench_direct), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Seconds for `iters` calls of the op's C++ implementation without the dispatcher (GIL released).");
   m.def("bench_raw_launch", translating(bench_raw_launch), py::arg("qualname"), py::arg("args"), py::arg("iters"),
-        py::arg("extended") = true,
-        "Seconds for `iters` bare driver replays of the op's last launch (the floor): cuLaunchKernelEx if "
-        "`extended`, else the entry point the runtime uses.");
+        "Seconds for `iters` bare cuLaunchKernelEx replays of the op's last launch (the driver floor).");
   m.def("bench_breakdown", translating(bench_breakdown), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Nanoseconds per call of pieces of the launch path (arguments, plan, device, stream, context, key).");
   m.def("bench_output_allocation", translating(bench_output_allocation), py::arg("like"), py::arg("iters"),

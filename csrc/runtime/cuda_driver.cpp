@@ -47,7 +47,6 @@ CudaDriver load_driver() {
   resolve(lib, "cuFuncSetAttribute", d.cuFuncSetAttribute);
   resolve(lib, "cuFuncSetCacheConfig", d.cuFuncSetCacheConfig);
   resolve(lib, "cuLaunchKernelEx", d.cuLaunchKernelEx);
-  resolve(lib, "cuLaunchKernel", d.cuLaunchKernel);
   d.check(d.cuInit(0), "cuInit");
   return d;
 }

@@ -25,8 +25,6 @@ struct CudaDriver {
   cu::CUresult (*cuFuncSetAttribute)(cu::CUfunction, int, int);
   cu::CUresult (*cuFuncSetCacheConfig)(cu::CUfunction, int);
   cu::CUresult (*cuLaunchKernelEx)(const cu::CUlaunchConfig*, cu::CUfunction, void**, void**);
-  cu::CUresult (*cuLaunchKernel)(cu::CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                 unsigned, cu::CUstream, void**, void**);
 
   // Throws torch_tile::Error (Runtime) naming `what` and the driver's message.
   void check(cu::CUresult result, const char* what) const {

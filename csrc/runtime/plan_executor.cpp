@@ -226,21 +226,10 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Co
   return true;
 }
 
-cu::CUresult submit(const CudaDriver& d, const PreparedLaunch& launch) {
-  const cu::CUlaunchConfig& c = launch.config;
-  void** params = const_cast<void**>(launch.params);
-  // Without launch attributes the classic entry point does the same work and
-  // is measurably cheaper (benchmarks/launch_overhead.py has both floors).
-  if (c.numAttrs == 0) {
-    return d.cuLaunchKernel(launch.function, c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.blockDimY,
-                            c.blockDimZ, c.sharedMemBytes, c.hStream, params, nullptr);
-  }
-  return d.cuLaunchKernelEx(&c, launch.function, params, nullptr);
-}
-
 void submit_launch(const PreparedLaunch& launch, const LaunchStep& step, const char* op) {
   const CudaDriver& d = cuda_driver();
-  const cu::CUresult r = submit(d, launch);
+  const cu::CUresult r = d.cuLaunchKernelEx(&launch.config, launch.function, const_cast<void**>(launch.params),
+                                            nullptr);
   if (r != cu::CUDA_SUCCESS) {
     fail(ErrorKind::Runtime, std::string(op) + ": launching kernel " + step.kernel->name() + " (at " +
                                  step.site + ") failed: " + d.describe(r));

@@ -41,8 +41,6 @@ struct PreparedLaunch {
 bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Compiler& compiler,
                     const char* op, PreparedLaunch& out);
 void submit_launch(const PreparedLaunch& launch, const LaunchStep& step, const char* op);
-// The driver call alone: cuLaunchKernel when no attributes are set, else cuLaunchKernelEx.
-cu::CUresult submit(const struct CudaDriver& d, const PreparedLaunch& launch);
 
 // Runs the whole plan; `last`, when given, receives the last launch made
 // (benchmarks replay it to measure the bare driver floor).
