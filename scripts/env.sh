@@ -1,0 +1,26 @@
+# Sourced by run_demo.sh and run_tests.sh: finds or makes a Python with torch
+# and Triton, then builds torch_tile's extension in place. Sets $PY.
+#   - a ./.venv that has torch: use it;
+#   - else a python3 that already has torch and triton (e.g. a GPU machine's image): use it;
+#   - else create ./.venv with torch==2.14.1 (which brings Triton) from PyPI.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+if [ -x .venv/bin/python ] && .venv/bin/python -c "import torch, triton" 2>/dev/null; then
+  PY="$ROOT/.venv/bin/python"
+elif python3 -c "import torch, triton, pytest" 2>/dev/null; then
+  PY="$(command -v python3)"
+else
+  echo "torch_tile: creating .venv with torch==2.14.1 (first run only)" >&2
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip >&2
+  .venv/bin/python -m pip install -q "torch==2.14.1" numpy pytest ninja >&2
+  PY="$ROOT/.venv/bin/python"
+fi
+echo "torch_tile: building the extension with $("$PY" -c 'import torch; print("torch", torch.__version__)')" >&2
+MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" setup.py -q build_ext --inplace > build.log 2>&1 || {
+  tail -40 build.log >&2
+  echo "torch_tile: build failed (full log in build.log)" >&2
+  exit 1
+}
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
