@@ -12,19 +12,15 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource, make_backend
 from triton.compiler.errors import CompilationError
-from triton.runtime.jit import JITFunction, create_function_from_signature
 
 import torch_tile as tt
 from torch_tile import _triton_frontend
 from torch_tile import kernels as K
 
+from triton_reference import CAPABILITY, TARGET, capture_launches, triton_compile_real
+
 NS = "tt_cpu_compile"
-CAPABILITY = 90
-TARGET = GPUTarget("cuda", CAPABILITY, 32)
-BACKEND = make_backend(TARGET)
 ELF_MAGIC = b"\x7fELF"
 
 
@@ -37,31 +33,6 @@ def _fresh_triton_cache(tmp_path_factory):
 
 
 # -- helpers: the variant torch_tile compiles, and the one Triton's JIT would ---------------------------
-
-
-def capture_launches(op, args):
-    calls = []
-
-    def record(self, *a, grid, warmup, **kw):
-        calls.append((self, a, dict(kw)))
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(JITFunction, "run", record)
-        op.fn(*args)
-    return calls
-
-
-def triton_compile_real(kernel, args, kwargs):
-    """What kernel[grid](*args, **kwargs) compiles on an sm_90 device (JITFunction.run's steps)."""
-    binder = create_function_from_signature(kernel.signature, kernel.params, BACKEND)
-    kwargs = dict(kwargs)
-    kwargs["debug"] = kwargs.get("debug", kernel.debug) or triton.knobs.runtime.debug
-    if hasattr(triton.knobs.compilation, "instrumentation_mode"):
-        kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
-    bound, spec, options = binder(*args, **kwargs)
-    options, signature, constexprs, attrs = kernel._pack_args(BACKEND, kwargs, bound, spec, options)
-    src = ASTSource(kernel, signature, constexprs, attrs)
-    return triton.compile(src, target=TARGET, options=options.__dict__), src
 
 
 def variant(op, args, index=0):

@@ -15,44 +15,17 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import make_backend
-from triton.runtime.jit import JITFunction, create_function_from_signature
 
 import torch_tile as tt
 from torch_tile import kernels as K
 from torch_tile._triton_frontend import specialize
 
+from triton_reference import CAPABILITY, capture_launches, triton_specialization
+
 NS = "tt_cpu_keys"
-CAPABILITY = 90
-BACKEND = make_backend(GPUTarget("cuda", CAPABILITY, 32))
 
 
 # -- the two sides ----------------------------------------------------------------------------------
-
-
-def capture_launches(op, args):
-    """(kernel, args, kwargs) of each launch the body makes on the real arguments (nothing runs)."""
-    calls = []
-
-    def record(self, *a, grid, warmup, **kw):
-        calls.append((self, a, dict(kw)))
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(JITFunction, "run", record)
-        op.fn(*args)
-    return calls
-
-
-def triton_specialization(kernel, args, kwargs):
-    """(options, signature, constexprs, attrs) as JITFunction.run derives them for these arguments."""
-    binder = create_function_from_signature(kernel.signature, kernel.params, BACKEND)
-    kwargs = dict(kwargs)
-    kwargs["debug"] = kwargs.get("debug", kernel.debug) or triton.knobs.runtime.debug
-    if hasattr(triton.knobs.compilation, "instrumentation_mode"):
-        kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
-    bound, spec, options = binder(*args, **kwargs)
-    return kernel._pack_args(BACKEND, kwargs, bound, spec, options)
 
 
 def torch_tile_keys(op, args):

@@ -172,7 +172,9 @@ class SymbolicInt:
         return self
 
     def __truediv__(self, o):
-        raise self.sink.error(f"`{self.text} / ...` makes a float; a launch plan holds integer arithmetic only (use //)")
+        raise self.sink.error(
+            f"`{self.text} / ...` makes a float; a launch plan holds integer arithmetic only (use //)"
+        )
 
     __rtruediv__ = __truediv__
 

@@ -24,8 +24,10 @@ torch::jit::Stack stack_for(const c10::OperatorHandle& op, const py::tuple& args
   return torch::jit::createStackForSchema(op.schema(), args, py::kwargs(), std::nullopt);
 }
 
-// Seconds for `iters` boxed calls through c10::Dispatcher, as a C++ caller makes them.
-double bench_dispatcher(const std::string& qualname, const py::tuple& args, int64_t iters) {
+// Seconds for `iters` calls of `call` on a fresh copy of the op's argument
+// stack each time (GIL released), as a C++ caller makes them.
+template <class Call>
+double seconds_for_calls(const std::string& qualname, const py::tuple& args, int64_t iters, Call call) {
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
   const torch::jit::Stack prototype = stack_for(op, args);
   py::gil_scoped_release no_gil;
@@ -34,29 +36,25 @@ double bench_dispatcher(const std::string& qualname, const py::tuple& args, int6
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
     stack.assign(prototype.begin(), prototype.end());
-    op.callBoxed(stack);
+    call(op, stack);
   }
   const auto stop = std::chrono::steady_clock::now();
   return std::chrono::duration<double>(stop - start).count();
 }
 
-// Seconds for `iters` calls of the op's C++ implementation directly, without
-// the dispatcher: what the dispatcher itself costs is the difference.
+// Through c10::Dispatcher, as a LibTorch caller.
+double bench_dispatcher(const std::string& qualname, const py::tuple& args, int64_t iters) {
+  return seconds_for_calls(qualname, args, iters,
+                           [](const c10::OperatorHandle& op, torch::jit::Stack& stack) { op.callBoxed(stack); });
+}
+
+// The op's C++ implementation directly, without the dispatcher: what the
+// dispatcher itself costs is the difference.
 double bench_direct(const std::string& qualname, const py::tuple& args, int64_t iters) {
   const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
   if (!tile_op) throw py::value_error("no tile op named " + qualname);
-  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
-  const torch::jit::Stack prototype = stack_for(op, args);
-  py::gil_scoped_release no_gil;
-  torch::jit::Stack stack;
-  stack.reserve(prototype.size() + 4);
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < iters; ++i) {
-    stack.assign(prototype.begin(), prototype.end());
-    tile_op->call(stack);
-  }
-  const auto stop = std::chrono::steady_clock::now();
-  return std::chrono::duration<double>(stop - start).count();
+  return seconds_for_calls(qualname, args, iters,
+                           [&](const c10::OperatorHandle&, torch::jit::Stack& stack) { tile_op->call(stack); });
 }
 
 // Seconds for `iters` bare cuLaunchKernelEx calls replaying the op's last
