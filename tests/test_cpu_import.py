@@ -249,3 +249,27 @@ def test_failed_registration_leaves_name_free():
         return torch.empty_like(x)
 
     assert _registered(f"{NS}::retry") == f"{NS}::retry(Tensor x) -> Tensor"
+
+
+def test_python_dispatch_mode_sees_and_reenters_the_op():
+    """The fast Python entry keeps dispatcher semantics: a TorchDispatchMode sees the
+    op, and calling the op again from inside the mode (same thread) works."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    x, y = torch.randn(100), torch.randn(100)
+    with Passthrough() as mode:
+        out = torch.ops.tile.add(x, y)
+        out2 = torch.ops.tile.softmax(out.reshape(10, 10))
+    assert torch.ops.tile.add.default in mode.seen
+    assert torch.ops.tile.softmax.default in mode.seen
+    torch.testing.assert_close(out, x + y)
+    torch.testing.assert_close(out2, torch.softmax((x + y).reshape(10, 10), -1))

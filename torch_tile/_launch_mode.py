@@ -43,11 +43,6 @@ def _routed_run(self, *args, grid, warmup, **kwargs):
     return mode.launch(self, grid, args, kwargs)
 
 
-def original_run(kernel: JITFunction, *args, grid, warmup: bool = False, **kwargs):
-    """Triton's own ``JITFunction.run``, bypassing the routing."""
-    return _original_run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
-
-
 @contextlib.contextmanager
 def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
     """Routes this thread's Triton launches to ``mode`` for the duration."""

@@ -70,14 +70,28 @@ PyObject* fast_call(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf,
   if (kwnames != nullptr || size_t(nargs) != c.kinds.size() || at::impl::torch_function_mode_enabled()) {
     return call_fallback(c, args, nargsf, kwnames);
   }
-  // Reused per thread: the steady state allocates nothing here.
-  thread_local torch::jit::Stack stack;
+  // A per-thread stack, reused so the steady state allocates nothing here. A
+  // nested call on the same thread (a Python dispatch mode calling the op
+  // again) takes a local one instead.
+  thread_local torch::jit::Stack reusable;
+  thread_local bool reusable_in_use = false;
+  torch::jit::Stack local;
+  const bool reuse = !reusable_in_use;
+  torch::jit::Stack& stack = reuse ? reusable : local;
+  struct Release {
+    bool active;
+    torch::jit::Stack& stack;
+    ~Release() {
+      if (active) {
+        stack.clear();
+        reusable_in_use = false;
+      }
+    }
+  } release{reuse, stack};
+  reusable_in_use = true;
   stack.clear();
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    if (!push_argument(stack, c.kinds[size_t(i)], args[i])) {
-      stack.clear();
-      return call_fallback(c, args, nargsf, kwnames);
-    }
+    if (!push_argument(stack, c.kinds[size_t(i)], args[i])) return call_fallback(c, args, nargsf, kwnames);
   }
   {
     // Released like torch does around operator calls: a cache miss may wait
@@ -85,21 +99,13 @@ PyObject* fast_call(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf,
     py::gil_scoped_release no_gil;
     c.op.callBoxed(stack);
   }
-  if (c.num_returns == 0) {
-    stack.clear();
-    Py_RETURN_NONE;
-  }
-  if (c.num_returns == 1) {
-    PyObject* out = THPVariable_Wrap(std::move(stack[0]).toTensor());
-    stack.clear();
-    return out;
-  }
+  if (c.num_returns == 0) Py_RETURN_NONE;
+  if (c.num_returns == 1) return THPVariable_Wrap(std::move(stack[0]).toTensor());
   PyObject* tuple = PyTuple_New(Py_ssize_t(c.num_returns));
   if (tuple == nullptr) return nullptr;
   for (size_t i = 0; i < c.num_returns; ++i) {
     PyTuple_SET_ITEM(tuple, Py_ssize_t(i), THPVariable_Wrap(std::move(stack[i]).toTensor()));
   }
-  stack.clear();
   return tuple;
   END_HANDLE_TH_ERRORS
 }

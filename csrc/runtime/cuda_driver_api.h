@@ -17,8 +17,6 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
-constexpr CUresult CUDA_ERROR_DEINITIALIZED = 4;
-constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900;
 
 // CUdevice_attribute
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5;

@@ -93,14 +93,6 @@ void Expr::validate() const {
   if (depth != 1) fail(ErrorKind::Runtime, "malformed expression `" + text + "`");
 }
 
-bool Expr::is_constant(int64_t* value) const {
-  if (code.size() == 2 && code[0] == int64_t(ExprOp::Const)) {
-    if (value) *value = code[1];
-    return true;
-  }
-  return false;
-}
-
 int64_t Expr::evaluate(const EvalContext& ctx) const {
   int64_t stack[kMaxStack];
   int sp = 0;

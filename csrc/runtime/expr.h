@@ -44,7 +44,6 @@ struct Expr {
   // Checks the bytecode's shape once, at plan construction.
   void validate() const;
   int64_t evaluate(const EvalContext& ctx) const;
-  bool is_constant(int64_t* value = nullptr) const;
 };
 
 }  // namespace torch_tile
