@@ -6,9 +6,10 @@ Rows: torch_tile through torch.ops from Python (packet and .default overload);
 torch_tile from C++ through c10::Dispatcher, and its implementation called
 directly (to show what the dispatcher costs); Triton's JIT launch (kernel[grid], allocating the output like
 the op does); torch.library.triton_op; eager torch.add; and bare
-cuLaunchKernelEx replaying the same launch (the floor). One more row helps read
+cuLaunchKernelEx replaying the same launch (the floor). Two more rows help read
 them: the allocation + free of the output alone (CUDA caching allocator), and
-the JSON has a breakdown of the launch path's other pieces in ns. Each is timed as the
+the floor loop with that allocation + free added; the JSON also has a
+breakdown of the launch path's other pieces in ns. Each is timed as the
 host wall time of a loop of calls divided by the count, with the GPU
 synchronised before each loop; rows take turns within each repeat and the
 median over repeats is reported (with min..max). Writes
@@ -100,6 +101,7 @@ def run(iters: int, repeats: int) -> dict:
         "eager torch.add": py_loop(lambda: torch.add(x, y)),
         "raw cuLaunchKernelEx (floor)": lambda n: tt._C.bench_raw_launch("tile::add", (x, y), n),
         "output alloc + free only": lambda n: tt._C.bench_output_allocation(x, n),
+        "floor + output alloc + free": lambda n: tt._C.bench_raw_launch("tile::add", (x, y), n, allocate_like=x),
     }
     rows, spread = _interleaved_medians(measures, iters, repeats)
     breakdown = tt._C.bench_breakdown("tile::add", (x, y), iters * 10)

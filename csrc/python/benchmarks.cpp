@@ -1,10 +1,13 @@
 #include "benchmarks.h"
 
+#include <pybind11/stl.h>
+
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 
 #include <chrono>
+#include <optional>
 
 #include "../runtime/cuda_driver.h"
 #include "../runtime/device_info.h"
@@ -19,6 +22,12 @@ namespace py = pybind11;
 
 namespace torch_tile {
 namespace {
+
+uint32_t dtype_of(const at::Tensor& t) {
+  DLDataType dl{};
+  to_dl_dtype(t.scalar_type(), &dl);
+  return pack_dtype(dl);
+}
 
 torch::jit::Stack stack_for(const c10::OperatorHandle& op, const py::tuple& args) {
   return torch::jit::createStackForSchema(op.schema(), args, py::kwargs(), std::nullopt);
@@ -58,8 +67,11 @@ double bench_direct(const std::string& qualname, const py::tuple& args, int64_t 
 }
 
 // Seconds for `iters` bare cuLaunchKernelEx calls replaying the op's last
-// launch for these arguments: the floor any launcher pays.
-double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters) {
+// launch for these arguments: the floor any launcher pays. With
+// `allocate_like`, each iteration also allocates and frees a tensor like it
+// (the output an op must return), to show what that costs next to a launch.
+double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters,
+                        std::optional<at::Tensor> allocate_like) {
   const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
   if (!tile_op) throw py::value_error("no tile op named " + qualname);
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
@@ -69,8 +81,16 @@ double bench_raw_launch(const std::string& qualname, const py::tuple& args, int6
   tile_op->call(stack, &launch);  // outputs stay on `stack`, alive for the loop
   if (launch.function == nullptr) throw py::value_error(qualname + " launched nothing for these arguments");
   const CudaDriver& d = cuda_driver();
+  AllocStep like_step;
+  like_step.kind = AllocStep::Kind::EmptyLike;
+  if (allocate_like) like_step.dtype = dtype_of(*allocate_like);
+  c10::Allocator* allocator = c10::GetAllocator(c10::DeviceType::CUDA);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
+    if (allocate_like) {
+      at::Tensor t = allocate_output(like_step, nullptr, 0, &*allocate_like, allocator,
+                                     c10::DispatchKeySet(c10::DispatchKey::CUDA));
+    }
     d.check(d.cuLaunchKernelEx(&launch.config, launch.function, launch.params, nullptr), "cuLaunchKernelEx");
   }
   const auto stop = std::chrono::steady_clock::now();
@@ -83,9 +103,7 @@ double bench_output_allocation(const at::Tensor& like, int64_t iters) {
   py::gil_scoped_release no_gil;
   AllocStep step;
   step.kind = AllocStep::Kind::EmptyLike;
-  DLDataType dl{};
-  to_dl_dtype(like.scalar_type(), &dl);
-  step.dtype = pack_dtype(dl);
+  step.dtype = dtype_of(like);
   c10::Allocator* allocator = c10::GetAllocator(c10::DeviceType::CUDA);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
@@ -128,9 +146,7 @@ py::dict bench_breakdown(const std::string& qualname, const py::tuple& args, int
   // Outputs of the warm call fill the output slots so the launch can be keyed.
   for (size_t i = 0; i < plan->allocs.size(); ++i) {
     const at::Tensor& t = stack[i].toTensor();
-    DLDataType dl{};
-    to_dl_dtype(t.scalar_type(), &dl);
-    call.slots[call.num_args + int(i)] = view_of(t, dl);
+    call.slots[call.num_args + int(i)] = view_of(t, unpack_dtype(dtype_of(t)));
   }
   call.num_slots = call.num_args + int(plan->allocs.size());
   const LaunchStep& step = plan->launches[0];
@@ -171,7 +187,9 @@ void bind_benchmarks(py::module_& m) {
   m.def("bench_direct", translating(bench_direct), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Seconds for `iters` calls of the op's C++ implementation without the dispatcher (GIL released).");
   m.def("bench_raw_launch", translating(bench_raw_launch), py::arg("qualname"), py::arg("args"), py::arg("iters"),
-        "Seconds for `iters` bare cuLaunchKernelEx replays of the op's last launch (the driver floor).");
+        py::arg("allocate_like") = py::none(),
+        "Seconds for `iters` bare cuLaunchKernelEx replays of the op's last launch (the driver floor), each "
+        "with an allocation + free of a tensor like `allocate_like` when given.");
   m.def("bench_breakdown", translating(bench_breakdown), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Nanoseconds per call of pieces of the launch path (arguments, plan, device, stream, context, key).");
   m.def("bench_output_allocation", translating(bench_output_allocation), py::arg("like"), py::arg("iters"),
