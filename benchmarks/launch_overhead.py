@@ -23,25 +23,15 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import torch
 import triton
 
 import torch_tile as tt
 from torch_tile import kernels as K
+from torch_tile.demo import host_seconds
 
 N = 1024
-
-
-def _python_loop(fn, iters: int) -> float:
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed
 
 
 def _interleaved_medians(measures: dict, iters: int, repeats: int) -> tuple[dict, dict]:
@@ -89,7 +79,7 @@ def run(iters: int, repeats: int) -> dict:
     tile_add_overload = torch.ops.tile.add.default
 
     def py_loop(fn):
-        return lambda n: _python_loop(fn, n)
+        return lambda n: host_seconds(fn, n)
 
     measures = {
         "torch_tile (torch.ops, Python)": py_loop(lambda: tile_add(x, y)),

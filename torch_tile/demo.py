@@ -73,15 +73,21 @@ def cpu_demo() -> None:
         print(f"  CPU run vs torch: max error {err:.2e} ({status}, {(time.perf_counter() - start) * 1e3:.0f} ms)\n")
 
 
-def _us_per_call(fn, iters: int = 2000) -> float:
-    fn()
+def host_seconds(fn, iters: int) -> float:
+    """Host wall time of `iters` calls of `fn` (GPU idle before; work queued by the
+    calls is drained after the clock stops). Also used by benchmarks/."""
     torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(iters):
         fn()
     elapsed = time.perf_counter() - start
     torch.cuda.synchronize()
-    return elapsed / iters * 1e6
+    return elapsed
+
+
+def _us_per_call(fn, iters: int = 2000) -> float:
+    fn()  # warm
+    return host_seconds(fn, iters) / iters * 1e6
 
 
 def gpu_demo() -> None:
