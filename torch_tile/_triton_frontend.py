@@ -95,14 +95,10 @@ def launch_config(cid: int) -> LaunchConfig:
     return _registry.configs[cid]
 
 
-def _is_jit(kernel) -> bool:
-    return isinstance(kernel, JITFunction)
-
-
 def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> dict:
     """Turns one ``kernel[grid](*args, **kwargs)`` in a traced body into a plan step."""
     site = body_location(tracer.op.fn)
-    if not _is_jit(kernel):
+    if not isinstance(kernel, JITFunction):
         raise tracer.error(f"only @triton.jit kernels can be launched in an op body, got {type(kernel).__name__}")
     param_names = [p.name for p in kernel.params]
     options = {k: v for k, v in kwargs.items() if k not in param_names}
