@@ -274,14 +274,14 @@ def compile_variant(kid: int, words: list[int], capability: int):
     return compiled, src
 
 
-def _runtime_params(src: ASTSource, kernel: JITFunction) -> tuple[list[int], list[str]]:
+def _runtime_params(src: ASTSource) -> tuple[list[int], list[str]]:
     indices, types = [], []
     for i, (name, ty) in enumerate(src.signature.items()):
         if ty == "constexpr":
             continue
         if not isinstance(ty, str) or ty.startswith("tensordesc") or ty == "nvTmaDesc":
             raise NotImplementedError(
-                f"torch_tile: parameter '{name}' of {kernel.fn.__name__} has type {ty!r}; "
+                f"torch_tile: parameter '{name}' of {src.fn.fn.__name__} has type {ty!r}; "
                 "tuples and tensor descriptors are not supported yet"
             )
         indices.append(i)
@@ -294,7 +294,7 @@ def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
     compiled, src = compile_variant(kid, words, capability)
     _registry.compiles += 1
     md = compiled.metadata
-    indices, types = _runtime_params(src, src.fn)
+    indices, types = _runtime_params(src)
     return {
         "name": md.name,
         "cubin": compiled.asm["cubin"],

@@ -23,12 +23,6 @@ namespace py = pybind11;
 namespace torch_tile {
 namespace {
 
-uint32_t dtype_of(const at::Tensor& t) {
-  DLDataType dl{};
-  to_dl_dtype(t.scalar_type(), &dl);
-  return pack_dtype(dl);
-}
-
 torch::jit::Stack stack_for(const c10::OperatorHandle& op, const py::tuple& args) {
   return torch::jit::createStackForSchema(op.schema(), args, py::kwargs(), std::nullopt);
 }
@@ -83,7 +77,7 @@ double bench_raw_launch(const std::string& qualname, const py::tuple& args, int6
   const CudaDriver& d = cuda_driver();
   AllocStep like_step;
   like_step.kind = AllocStep::Kind::EmptyLike;
-  if (allocate_like) like_step.dtype = dtype_of(*allocate_like);
+  if (allocate_like) like_step.dtype = pack_dtype(dl_dtype_of(*allocate_like));
   c10::Allocator* allocator = c10::GetAllocator(c10::DeviceType::CUDA);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
@@ -103,7 +97,7 @@ double bench_output_allocation(const at::Tensor& like, int64_t iters) {
   py::gil_scoped_release no_gil;
   AllocStep step;
   step.kind = AllocStep::Kind::EmptyLike;
-  step.dtype = dtype_of(like);
+  step.dtype = pack_dtype(dl_dtype_of(like));
   c10::Allocator* allocator = c10::GetAllocator(c10::DeviceType::CUDA);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
@@ -146,7 +140,7 @@ py::dict bench_breakdown(const std::string& qualname, const py::tuple& args, int
   // Outputs of the warm call fill the output slots so the launch can be keyed.
   for (size_t i = 0; i < plan->allocs.size(); ++i) {
     const at::Tensor& t = stack[i].toTensor();
-    call.slots[call.num_args + int(i)] = view_of(t, unpack_dtype(dtype_of(t)));
+    call.slots[call.num_args + int(i)] = view_of(t, dl_dtype_of(t));
   }
   call.num_slots = call.num_args + int(plan->allocs.size());
   const LaunchStep& step = plan->launches[0];

@@ -17,12 +17,7 @@ namespace py = pybind11;
 namespace torch_tile {
 namespace {
 
-TensorArg cpu_view(const at::Tensor& t) {
-  DLDataType dl{};
-  if (!to_dl_dtype(t.scalar_type(), &dl)) fail(ErrorKind::Type, "unsupported dtype");
-  TensorArg a = view_of(t, dl);
-  return a;
-}
+TensorArg cpu_view(const at::Tensor& t) { return view_of(t, dl_dtype_of(t)); }
 
 // For each launch step: the key words, or None where the grid is empty.
 py::list specialization_keys(const py::dict& plan_dict, const py::tuple& args) {

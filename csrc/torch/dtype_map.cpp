@@ -42,6 +42,15 @@ bool to_dl_dtype(c10::ScalarType t, DLDataType* out) {
   return false;
 }
 
+DLDataType dl_dtype_of(const at::TensorBase& t) {
+  DLDataType dl{};
+  if (!to_dl_dtype(t.scalar_type(), &dl)) {
+    fail(ErrorKind::Type, std::string("torch_tile: dtype ") + c10::toString(t.scalar_type()) +
+                              " cannot be passed to a kernel");
+  }
+  return dl;
+}
+
 c10::ScalarType to_scalar_type(DLDataType t) {
   const uint32_t packed = pack_dtype(t);
   for (const Entry& e : kTable) {

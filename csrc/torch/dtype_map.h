@@ -1,6 +1,7 @@
 // at::ScalarType <-> DLDataType, the runtime's dtype vocabulary.
 #pragma once
 
+#include <ATen/core/TensorBase.h>
 #include <c10/core/ScalarType.h>
 
 #include "../runtime/tensor_arg.h"
@@ -10,5 +11,7 @@ namespace torch_tile {
 // Returns false for dtypes a tile kernel cannot take (complex, quantized...).
 bool to_dl_dtype(c10::ScalarType t, DLDataType* out);
 c10::ScalarType to_scalar_type(DLDataType t);
+// The tensor's dtype in DLPack terms; throws a Type error for dtypes without one.
+DLDataType dl_dtype_of(const at::TensorBase& t);
 
 }  // namespace torch_tile

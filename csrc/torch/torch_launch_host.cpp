@@ -19,7 +19,7 @@ TensorArg view_of(const at::Tensor& t, const DLDataType& dtype) {
 }
 
 TorchLaunchHost::TorchLaunchHost(const CallArgs& args, const c10::IValue* inputs, c10::Device device)
-    : args_(args), inputs_(inputs), device_(device), first_output_(args.num_args),
+    : inputs_(inputs), device_(device), first_output_(args.num_args),
       allocator_(c10::GetAllocator(c10::DeviceType::CUDA)) {}
 
 TensorArg TorchLaunchHost::allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) {

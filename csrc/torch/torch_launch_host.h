@@ -24,7 +24,6 @@ class TorchLaunchHost final : public LaunchHost {
   at::Tensor& output(int slot) { return outputs_[size_t(slot - first_output_)]; }
 
  private:
-  const CallArgs& args_;
   const c10::IValue* inputs_;
   const c10::Device device_;
   const int first_output_;
