@@ -4,12 +4,13 @@
 
 Rows: torch_tile through torch.ops from Python (packet and .default overload);
 torch_tile from C++ through c10::Dispatcher, and its implementation called
-directly (to show what the dispatcher costs); Triton's JIT launch (kernel[grid], allocating the output like
+directly (to show what the dispatcher costs), and its in-place add_ (no output to
+allocate); Triton's JIT launch (kernel[grid], allocating the output like
 the op does); torch.library.triton_op; eager torch.add; and bare
 cuLaunchKernelEx replaying the same launch (the floor). Two more rows help read
 them: the allocation + free of the output alone (CUDA caching allocator), and
-the floor loop with that allocation + free added; the JSON also has a
-breakdown of the launch path's other pieces in ns. Each is timed as the
+the floor loop with that allocation + free added; the JSON also has the
+direct call's time split into its phases (ns, stamped inside real calls). Each is timed as the
 host wall time of a loop of calls divided by the count, with the GPU
 synchronised before each loop; rows take turns within each repeat and the
 median over repeats is reported (with min..max). Writes
@@ -72,6 +73,7 @@ def run(iters: int, repeats: int) -> dict:
     x = torch.randn(N, device="cuda")
     y = torch.randn(N, device="cuda")
     ref = x + y
+    acc = torch.zeros(N, device="cuda")  # tile.add_ accumulates into it
     triton_op_add = _triton_op()
     for fn in (torch.ops.tile.add, triton_jit_add, triton_op_add):
         torch.testing.assert_close(fn(x, y), ref)
@@ -86,6 +88,7 @@ def run(iters: int, repeats: int) -> dict:
         "torch_tile (.default overload)": py_loop(lambda: tile_add_overload(x, y)),
         "torch_tile (C++ dispatcher)": lambda n: tt._C.bench_dispatcher("tile::add", (x, y), n),
         "torch_tile (C++, no dispatcher)": lambda n: tt._C.bench_direct("tile::add", (x, y), n),
+        "torch_tile add_ in place (C++ dispatcher)": lambda n: tt._C.bench_dispatcher("tile::add_", (acc, y), n),
         "Triton JIT kernel[grid]": py_loop(lambda: triton_jit_add(x, y)),
         "torch.library.triton_op": py_loop(lambda: triton_op_add(x, y)),
         "eager torch.add": py_loop(lambda: torch.add(x, y)),
@@ -94,7 +97,7 @@ def run(iters: int, repeats: int) -> dict:
         "floor + output alloc + free": lambda n: tt._C.bench_raw_launch("tile::add", (x, y), n, allocate_like=x),
     }
     rows, spread = _interleaved_medians(measures, iters, repeats)
-    breakdown = tt._C.bench_breakdown("tile::add", (x, y), iters * 10)
+    phases = tt._C.bench_phases("tile::add", (x, y), iters * 10)
     py = rows["torch_tile (torch.ops, Python)"]
     cpp = rows["torch_tile (C++ dispatcher)"]
     floor = rows["raw cuLaunchKernelEx (floor)"]
@@ -112,7 +115,7 @@ def run(iters: int, repeats: int) -> dict:
         "repeats": repeats,
         "host_us_per_call": rows,
         "host_us_per_call_min_max": spread,
-        "launch_path_ns": breakdown,
+        "launch_path_phases_ns": phases,
         "ratios": {
             "triton_jit_over_torch_tile": rows["Triton JIT kernel[grid]"] / py,
             "triton_op_over_torch_tile": rows["torch.library.triton_op"] / py,
@@ -158,8 +161,8 @@ def main() -> int:
     result = run(args.iters, args.repeats)
     for name, us in result["host_us_per_call"].items():
         print(f"{name:34s} {us:8.2f} µs/call")
-    for name, ns in result["launch_path_ns"].items():
-        print(f"  piece {name:28s} {ns:8.1f} ns")
+    for name, ns in result["launch_path_phases_ns"].items():
+        print(f"  phase {name:40s} {ns:8.1f} ns")
     for name, value in result["ratios"].items():
         print(f"{name:34s} {value:8.2f}")
     for name, ok in result["targets_met"].items():

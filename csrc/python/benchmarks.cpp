@@ -3,11 +3,16 @@
 #include <pybind11/stl.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
+
+#include <c10/core/DeviceGuard.h>
 
 #include <chrono>
 #include <optional>
+#include <stdexcept>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "../runtime/cuda_driver.h"
 #include "../runtime/device_info.h"
@@ -107,57 +112,81 @@ double bench_output_allocation(const at::Tensor& like, int64_t iters) {
   return std::chrono::duration<double>(stop - start).count();
 }
 
-template <class Fn>
-double ns_per_iteration(int64_t iters, Fn fn) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < iters; ++i) fn();
-  const auto stop = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::nano>(stop - start).count() / double(iters);
+// A cycle counter cheap enough to stamp every phase of every call: rdtsc on
+// x86 (a VM's clock_gettime may be a syscall), else the steady clock.
+uint64_t ticks() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
 }
 
-// Nanoseconds per call of each piece of the launch path, timed in isolation,
-// for the op's first plan and launch with these arguments.
-py::dict bench_breakdown(const std::string& qualname, const py::tuple& args, int64_t iters) {
+// Nanoseconds per call spent in each phase of TileOp::call, stamped inside a
+// loop of real calls (so caches and the allocator behave as in bench_direct).
+// The phases follow TileOp::call step by step; ticks are converted to ns with
+// the loop's wall time.
+py::dict bench_phases(const std::string& qualname, const py::tuple& args, int64_t iters) {
+  static const char* const kPhases[] = {
+      "stack: copy args, free last output", "read_arguments", "device check", "select plan",
+      "allocate outputs", "prepare launch (key, variant, params)", "cuLaunchKernelEx", "push outputs"};
+  constexpr int kNum = sizeof(kPhases) / sizeof(kPhases[0]);
   const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
   if (!tile_op) throw py::value_error("no tile op named " + qualname);
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
-  torch::jit::Stack stack = stack_for(op, args);
-  torch::jit::Stack inputs = stack_for(op, args);
-  py::dict out;
-  py::gil_scoped_release no_gil;
-  tile_op->call(stack);  // warm; `stack` now holds the outputs
-  CallArgs call;
-  tile_op->read_arguments(inputs.data(), call);
-  const LaunchPlan* plan = tile_op->plans().select(call);
-  if (plan == nullptr || plan->launches.empty()) throw py::value_error("no plan with a launch");
-  const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
-  const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(call.device));
-  double t_args = ns_per_iteration(iters, [&] { tile_op->read_arguments(inputs.data(), call); });
-  double t_select = ns_per_iteration(iters, [&] { plan = tile_op->plans().select(call); });
-  double t_device = ns_per_iteration(iters, [&] { (void)cuda->getDevice(); });
-  double t_stream = ns_per_iteration(iters, [&] { (void)cuda->getStreamNativeHandle(cuda->getStream(device)); });
-  double t_context = ns_per_iteration(iters, [&] { ensure_context(call.device); });
-  // Outputs of the warm call fill the output slots so the launch can be keyed.
-  for (size_t i = 0; i < plan->allocs.size(); ++i) {
-    const at::Tensor& t = stack[i].toTensor();
-    call.slots[call.num_args + int(i)] = view_of(t, dl_dtype_of(t));
-  }
-  call.num_slots = call.num_args + int(plan->allocs.size());
-  const LaunchStep& step = plan->launches[0];
-  SpecializationKey key;
-  double t_key = ns_per_iteration(iters, [&] {
-    compute_key(step, call, key);
-    (void)step.inline_cache->lookup(key);
-  });
+  const torch::jit::Stack prototype = stack_for(op, args);
+  uint64_t spent[kNum] = {};
+  double wall_ns = 0;
   {
-    py::gil_scoped_acquire gil;
-    out["read_arguments"] = t_args;
-    out["select_plan"] = t_select;
-    out["current_device"] = t_device;
-    out["current_stream"] = t_stream;
-    out["ensure_context"] = t_context;
-    out["key_and_inline_cache"] = t_key;
+    py::gil_scoped_release no_gil;
+    torch::jit::Stack stack = prototype;
+    tile_op->call(stack);  // warm: traced and compiled
+    const size_t n = tile_op->arg_kinds().size();
+    const char* name = qualname.c_str();
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < iters; ++i) {
+      // Phase k runs from t[k] to t[k + 1]; the driver's time is taken out of
+      // the launch loop and counted as its own phase.
+      uint64_t t[kNum + 1];
+      t[0] = ticks();
+      stack.assign(prototype.begin(), prototype.end());
+      t[1] = ticks();
+      CallArgs call;
+      tile_op->read_arguments(stack.data(), call);
+      t[2] = ticks();
+      const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(call.device));
+      c10::OptionalDeviceGuard device_guard;
+      if (current_context_device() != call.device) device_guard.reset_device(device);
+      t[3] = ticks();
+      const LaunchPlan* plan = tile_op->plans().select(call);
+      if (plan == nullptr) throw std::runtime_error(qualname + ": no plan for the warmed arguments");
+      t[4] = ticks();
+      TorchLaunchHost host(call, stack.data(), device);
+      allocate_outputs(*plan, call, host, name);
+      t[5] = ticks();
+      uint64_t in_driver = 0;
+      ensure_context(call.device);
+      for (const LaunchStep& step : plan->launches) {
+        PreparedLaunch launch;
+        if (!prepare_launch(step, call, host, tile_op->compiler(), name, launch)) continue;
+        const uint64_t before = ticks();
+        submit_launch(launch, step, name);
+        in_driver += ticks() - before;
+      }
+      t[7] = ticks();
+      t[6] = t[7] - in_driver;
+      torch::jit::drop(stack, n);
+      for (int32_t slot : plan->outputs) torch::jit::push(stack, std::move(host.output(slot)));
+      t[8] = ticks();
+      for (int k = 0; k < kNum; ++k) spent[k] += t[k + 1] - t[k];
+    }
+    wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   }
+  uint64_t total = 0;
+  for (uint64_t v : spent) total += v;
+  py::dict out;
+  for (int k = 0; k < kNum; ++k) out[kPhases[k]] = wall_ns * double(spent[k]) / double(total) / double(iters);
+  out["total"] = wall_ns / double(iters);
   return out;
 }
 
@@ -184,8 +213,8 @@ void bind_benchmarks(py::module_& m) {
         py::arg("allocate_like") = py::none(),
         "Seconds for `iters` bare cuLaunchKernelEx replays of the op's last launch (the driver floor), each "
         "with an allocation + free of a tensor like `allocate_like` when given.");
-  m.def("bench_breakdown", translating(bench_breakdown), py::arg("qualname"), py::arg("args"), py::arg("iters"),
-        "Nanoseconds per call of pieces of the launch path (arguments, plan, device, stream, context, key).");
+  m.def("bench_phases", translating(bench_phases), py::arg("qualname"), py::arg("args"), py::arg("iters"),
+        "Nanoseconds per call in each phase of the op's C++ implementation, stamped inside a loop of real calls.");
   m.def("bench_output_allocation", translating(bench_output_allocation), py::arg("like"), py::arg("iters"),
         "Seconds for `iters` allocations and frees of an output like `like` (CUDA caching allocator).");
 }

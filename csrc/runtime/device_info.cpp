@@ -52,6 +52,22 @@ const DeviceInfo& device_info(int device) {
   return g_info[device];
 }
 
+int current_context_device() {
+  const CudaDriver& d = cuda_driver();
+  cu::CUcontext ctx = nullptr;
+  if (d.cuCtxGetCurrent(&ctx) != cu::CUDA_SUCCESS || ctx == nullptr) return -1;
+  // A thread keeps one context current for long stretches: remember its ordinal.
+  thread_local cu::CUcontext last_ctx = nullptr;
+  thread_local int last_device = -1;
+  if (ctx != last_ctx) {
+    cu::CUdevice dev = 0;
+    if (d.cuCtxGetDevice(&dev) != cu::CUDA_SUCCESS) return -1;
+    last_ctx = ctx;
+    last_device = int(dev);  // CUdevice handles are the ordinals
+  }
+  return last_device;
+}
+
 void ensure_context(int device) {
   const CudaDriver& d = cuda_driver();
   cu::CUcontext ctx = nullptr;

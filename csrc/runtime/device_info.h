@@ -17,6 +17,11 @@ struct DeviceInfo {
 // Cached after the first call for that device; thread-safe.
 const DeviceInfo& device_info(int device);
 
+// The CUDA ordinal of the context current on this thread, or -1 when none is.
+// The launch path's "is the device already current?" test: one driver call,
+// cheaper than cudaGetDevice.
+int current_context_device();
+
 // Ensures a context is current on this thread: the caller's framework normally
 // made `device`'s primary context current already; a fresh thread may have none.
 void ensure_context(int device);

@@ -80,7 +80,7 @@ void evaluate_bindings(const LaunchStep& step, const CallArgs& args, ParamValue*
 
 void key_from_values(const LaunchStep& step, const CallArgs& args, const ParamValue* values,
                      SpecializationKey& key) {
-  key.size = 0;
+  key.clear();
   key.push(uint64_t(step.config_id));
   for (size_t i = 0; i < step.bindings.size(); ++i) {
     const Binding& b = step.bindings[i];
@@ -94,7 +94,6 @@ void key_from_values(const LaunchStep& step, const CallArgs& args, const ParamVa
       default: key.push(0); break;
     }
   }
-  key.finish();
 }
 
 [[noreturn]] void param_overflow(const char* op, const LaunchStep& step, size_t param, int64_t v,
@@ -242,8 +241,7 @@ void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey
   key_from_values(step, args, values, key);
 }
 
-void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, Compiler& compiler,
-              const char* op_name, PreparedLaunch* last) {
+void allocate_outputs(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name) {
   int slot = args.num_args;
   for (const AllocStep& a : plan.allocs) {
     const EvalContext ctx = args.eval();  // earlier outputs are readable too
@@ -259,6 +257,11 @@ void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, Compiler
     args.slots[slot] = host.allocate(slot, a, shape, rank);
     args.num_slots = ++slot;
   }
+}
+
+void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, Compiler& compiler,
+              const char* op_name, PreparedLaunch* last) {
+  allocate_outputs(plan, args, host, op_name);
   if (!plan.launches.empty()) ensure_context(args.device);
   PreparedLaunch launch;
   for (const LaunchStep& step : plan.launches) {

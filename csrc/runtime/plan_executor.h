@@ -42,7 +42,10 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Co
                     const char* op, PreparedLaunch& out);
 void submit_launch(const PreparedLaunch& launch, const LaunchStep& step, const char* op);
 
-// Runs the whole plan; `last`, when given, receives the last launch made
+// Allocates the plan's outputs into the slots after the arguments.
+void allocate_outputs(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name);
+
+// Runs the whole plan (allocations, then launches); `last`, when given, receives the last launch made
 // (benchmarks replay it to measure the bare driver floor).
 void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, Compiler& compiler,
               const char* op_name, PreparedLaunch* last = nullptr);

@@ -26,11 +26,13 @@ constexpr uint64_t kValueOther = 3;
 
 struct SpecializationKey {
   uint32_t size = 0;
-  uint64_t hash = 0;
   uint64_t words[kMaxKernelParams + 1];
 
+  void clear() { size = 0; }
   void push(uint64_t w) { words[size++] = w; }
-  void finish() {
+  // Computed only on the way to the kernel's hash map: the inline cache, hit
+  // on every steady-state call, compares words directly.
+  uint64_t hash() const {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
     for (uint32_t i = 0; i < size; ++i) {
       uint64_t z = h + words[i] + 0x9e3779b97f4a7c15ULL;
@@ -38,16 +40,15 @@ struct SpecializationKey {
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
       h = z ^ (z >> 31);
     }
-    hash = h;
+    return h;
   }
   bool operator==(const SpecializationKey& o) const {
-    return hash == o.hash && size == o.size &&
-           std::memcmp(words, o.words, size * sizeof(uint64_t)) == 0;
+    return size == o.size && std::memcmp(words, o.words, size * sizeof(uint64_t)) == 0;
   }
 };
 
 struct SpecializationKeyHash {
-  size_t operator()(const SpecializationKey& k) const { return size_t(k.hash); }
+  size_t operator()(const SpecializationKey& k) const { return size_t(k.hash()); }
 };
 
 // Triton's rules for an integer argument (native_specialize_impl).

@@ -2,13 +2,13 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
 #include <mutex>
 #include <unordered_map>
 
 #include "../runtime/counters.h"
+#include "../runtime/device_info.h"
 #include "../runtime/plan_executor.h"
 #include "dtype_map.h"
 #include "error_translation.h"
@@ -133,9 +133,8 @@ void TileOp::call(torch::jit::Stack& stack, PreparedLaunch* last) {
     read_arguments(in, args);
     const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device));
     // Switch devices only when needed: the guard costs runtime calls on every call.
-    const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
     c10::OptionalDeviceGuard device_guard;
-    if (cuda->getDevice() != device) device_guard.reset_device(device);
+    if (current_context_device() != args.device) device_guard.reset_device(device);
     const LaunchPlan& plan = plan_for(args, stack, first);
     TorchLaunchHost host(args, in, device);
     run_plan(plan, args, host, *compiler_, qualname_.c_str(), last);
