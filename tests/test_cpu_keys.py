@@ -62,7 +62,7 @@ def probe_kernel(p_ptr, q_ptr, n, m, f, flag, BLOCK: tl.constexpr, C: tl.constex
     pass
 
 
-@tt.op(f"{NS}::probe", mutates_args=("q",))
+@tt.op(f"{NS}::probe")
 def probe(p: torch.Tensor, q: torch.Tensor, n: int, f: float, flag: bool) -> None:
     """Pointers, an int argument, a size-derived int, a float, a bool, a static and a derived constexpr."""
     probe_kernel[(1,)](p, q, n, p.numel(), f, flag, BLOCK=16, C=n, num_warps=2)
@@ -73,7 +73,7 @@ def dns_kernel(p_ptr, q_ptr, r_ptr, n, m, k, BLOCK: tl.constexpr):
     pass
 
 
-@tt.op(f"{NS}::dns", mutates_args=("r",))
+@tt.op(f"{NS}::dns")
 def dns(p: torch.Tensor, q: torch.Tensor, r: torch.Tensor, n: int, m: int, k: int) -> None:
     dns_kernel[(1,)](p, q, r, n, m, k, BLOCK=32)
 
@@ -83,7 +83,7 @@ def annotated_kernel(p_ptr, n: tl.int64, m: tl.int32, f: tl.float32, BLOCK: tl.c
     pass
 
 
-@tt.op(f"{NS}::annotated", mutates_args=("p",))
+@tt.op(f"{NS}::annotated")
 def annotated(p: torch.Tensor, n: int, m: int, f: float) -> None:
     annotated_kernel[(1,)](p, n, m, f, BLOCK=8)
 
@@ -93,13 +93,13 @@ def defaults_kernel(p_ptr, n, k=16, opt=None, SCALE: tl.constexpr = 3, DT: tl.co
     pass
 
 
-@tt.op(f"{NS}::defaults", mutates_args=("p",))
+@tt.op(f"{NS}::defaults")
 def defaults(p: torch.Tensor, n: int) -> None:
     """Defaults applied, parameters by keyword, a tl.dtype constexpr, launch options."""
     defaults_kernel[(2, 3)](p, n=n, SCALE=n * 2, num_warps=8, num_stages=2)
 
 
-@tt.op(f"{NS}::two_launches", mutates_args=("p", "q"))
+@tt.op(f"{NS}::two_launches")
 def two_launches(p: torch.Tensor, q: torch.Tensor, n: int) -> None:
     probe_kernel[(1,)](p, q, n, q.numel(), 0.5, True, BLOCK=64, C=n + 1)
     dns_kernel[(1,)](q, p, q, n * 2, n, n - 1, BLOCK=16)
@@ -303,17 +303,17 @@ def flag_kernel(p_ptr, FLAG: tl.constexpr):
     pass
 
 
-@tt.op(f"{NS}::flag_constexpr", mutates_args=("p",))
+@tt.op(f"{NS}::flag_constexpr")
 def flag_constexpr(p: torch.Tensor, flag: bool) -> None:
     flag_kernel[(1,)](p, FLAG=flag)
 
 
-@tt.op(f"{NS}::flag_and", mutates_args=("p", "q"))
+@tt.op(f"{NS}::flag_and")
 def flag_and(p: torch.Tensor, q: torch.Tensor, a: bool, b: bool) -> None:
     probe_kernel[(1,)](p, q, 3, 5, 1.0, a & b, BLOCK=16, C=0)
 
 
-@tt.op(f"{NS}::pow2_block", mutates_args=("p",))
+@tt.op(f"{NS}::pow2_block")
 def pow2_block(p: torch.Tensor) -> None:
     flag_kernel[(1,)](p, FLAG=triton.next_power_of_2(p.numel()))
 

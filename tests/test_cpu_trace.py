@@ -564,7 +564,7 @@ def _expression_op(name, fn):
     def body(x, n):
         value_kernel[(1,)](x, V=fn(n))
 
-    return tt.op(f"{NS}::expr_{name}", body, mutates_args=("x",), schema="(Tensor(a!) x, int n) -> ()")
+    return tt.op(f"{NS}::expr_{name}", body, schema="(Tensor x, int n) -> ()")
 
 
 EXPRESSION_OPS = {name: _expression_op(name, fn) for name, fn in EXPRESSIONS.items()}
@@ -658,12 +658,12 @@ def pow2_kernel(x_ptr, BLOCK: tl.constexpr):
     pass
 
 
-@tt.op(f"{NS}::pow2", mutates_args=("x",))
+@tt.op(f"{NS}::pow2")
 def pow2(x: torch.Tensor) -> None:
     pow2_kernel[(1,)](x, BLOCK=triton.next_power_of_2(x.size(0)))
 
 
-@tt.op(f"{NS}::numel_arg", mutates_args=("x",))
+@tt.op(f"{NS}::numel_arg")
 def numel_arg(x: torch.Tensor) -> None:
     value_kernel[(1,)](x, V=x.numel() * 2)
 

@@ -256,3 +256,47 @@ def encode_int(value, sink: GuardSink) -> tuple[list[int], str]:
     if not (INT64_MIN <= value <= INT64_MAX):
         raise sink.error(f"integer overflow: {value} does not fit in int64", overflow=True)
     return [int(Op.CONST), value], str(value)
+
+
+def evaluate(code, tensors: list, scalars: list):
+    """Evaluates bytecode over ``tensors`` (by slot) and integer ``scalars`` (by
+    argument index). Works on ints and on torch SymInts alike: the fake
+    implementation evaluates a plan's output shapes on SymInts this way."""
+    import torch
+
+    stack: list = []
+    pc = 0
+    while pc < len(code):
+        op = Op(code[pc])
+        pc += 1
+        if op == Op.CONST:
+            stack.append(code[pc])
+            pc += 1
+        elif op in (Op.SIZE, Op.STRIDE):
+            t = tensors[code[pc]]
+            stack.append(t.size(code[pc + 1]) if op == Op.SIZE else t.stride(code[pc + 1]))
+            pc += 2
+        elif op == Op.NUMEL:
+            stack.append(tensors[code[pc]].numel())
+            pc += 1
+        elif op == Op.SCALAR:
+            stack.append(scalars[code[pc]])
+            pc += 1
+        elif op == Op.NEG:
+            stack.append(-stack.pop())
+        elif op == Op.NOT:
+            stack.append(torch.sym_not(stack.pop()))
+        elif op == Op.NEXT_POW2:
+            stack.append(_next_pow2(int(stack.pop())))  # no symbolic form: guards on the value
+        else:
+            b, a = stack.pop(), stack.pop()
+            if op == Op.MIN:
+                stack.append(torch.sym_min(a, b))
+            elif op == Op.MAX:
+                stack.append(torch.sym_max(a, b))
+            elif op in _COMPARE:
+                stack.append(_COMPARE[op][1](a, b))
+            else:
+                stack.append(_BINARY[op][1](a, b))
+    (result,) = stack
+    return result

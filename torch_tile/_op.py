@@ -8,7 +8,9 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 
 from . import _C
-from ._launch_mode import SkipLaunches, launch_mode
+from ._fake import fake_call
+from ._launch_mode import launch_mode
+from ._mutation_check import written_parameters
 from ._tracer import Tracer
 from ._triton_frontend import InterpretLaunches
 
@@ -25,8 +27,13 @@ class TileOp:
       * CUDA: native C++ kernel. The first call of each new case (dtype, rank,
         branch taken on sizes) traces ``fn`` into a launch plan; each new
         specialization compiles once with Triton. Every other call runs in C++.
-      * Meta / fake tensors: ``fn`` runs on fake tensors with launches skipped,
-        so torch.compile and shape propagation see the real output shapes.
+      * Meta / fake tensors: the plan traced on the size hints gives the
+        output shapes, evaluated on SymInts (see ``_fake.py``), so
+        torch.compile sees the real outputs and guards only where they depend
+        on a branch.
+      * Autograd: calls needing no gradient go straight to the kernel in C++;
+        others run under a ``torch.autograd.Function`` with the backward given
+        to :meth:`register_autograd` (or one that raises, naming the op).
       * CPU: ``fn`` runs eagerly with launches executed by Triton's interpreter,
         a slow debug path for machines without a GPU.
     """
@@ -44,6 +51,8 @@ class TileOp:
         # Validate before defining, so that a refused op leaves nothing behind.
         parsed = torch._C.parse_schema(f"{qualname}{schema}")
         self.arg_names = [a.name for a in parsed.arguments]
+        self.mutated_args = [i for i, a in enumerate(parsed.arguments) if a.alias_info is not None
+                             and a.alias_info.is_write]
         kinds = []
         for a in parsed.arguments:
             kind = _ARG_KINDS.get(str(a.real_type))  # real_type: ScalarType/Layout are "int" in a.type
@@ -63,12 +72,38 @@ class TileOp:
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
         self._lib.impl(self.name, self._interpret, "CPU")
         _C.register_op(qualname, kinds, self.num_returns, self._trace, "CUDA")
+        # Calls needing no gradient stay in C++; the others run this Function.
+        _C.register_autograd(qualname, self.mutated_args, _autograd_apply(self, None, None))
+        self.backward_fn: Optional[Callable] = None  # as given to register_autograd
+        self.setup_context_fn: Optional[Callable] = None
+        self._written: dict[tuple[int, int], Optional[frozenset]] = {}
         # Python calls skip torch.ops' generic argument parsing (see csrc/python/fast_caller.h).
         packet = getattr(getattr(torch.ops, self.namespace), self.name)
         packet._op = _C.fast_caller(qualname, packet._op)
         self.overload._op = _C.fast_caller(qualname, self.overload._op)
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
+
+    def register_autograd(self, backward: Callable, *, setup_context: Optional[Callable] = None) -> None:
+        """Declares the op's backward, as ``torch.library.register_autograd``.
+
+        ``setup_context(ctx, inputs, output)`` saves what the backward needs
+        (``ctx.save_for_backward(...)``, plain attributes for sizes);
+        ``backward(ctx, *grads)`` receives one gradient per output and returns
+        one per input (``None`` for non-tensor inputs or inputs without a
+        gradient). Write the backward with tile ops so that it runs natively
+        too. Calls where no input requires grad never touch Python; the
+        others run the op under a ``torch.autograd.Function``.
+        """
+        if self.mutated_args:
+            raise RuntimeError(
+                f"{self.qualname}.register_autograd: the op mutates "
+                f"{', '.join(self.arg_names[i] for i in self.mutated_args)}; as with torch.library, autograd "
+                "is supported for functional ops only (return a new tensor instead)")
+        if not callable(backward) or (setup_context is not None and not callable(setup_context)):
+            raise TypeError(f"{self.qualname}.register_autograd: backward and setup_context must be callables")
+        _C.set_backward(self.qualname, _autograd_apply(self, backward, setup_context))
+        self.backward_fn, self.setup_context_fn = backward, setup_context
 
     def __call__(self, *args, **kwargs):
         return self.overload(*args, **kwargs)
@@ -81,6 +116,14 @@ class TileOp:
         """Launch plans traced so far (one per dtype/rank/branch case)."""
         return _C.plan_count(self.qualname)
 
+    def written_parameters(self, kernel, config: int, arguments: dict) -> Optional[frozenset]:
+        """Tensor parameters ``kernel`` writes for a launch configuration
+        (analysed once per kernel and configuration; None if not analysable)."""
+        key = (id(kernel), config)
+        if key not in self._written:
+            self._written[key] = written_parameters(kernel, arguments)
+        return self._written[key]
+
     def trace(self, *args) -> dict:
         """The launch plan for these arguments (what the C++ runtime receives)."""
         return Tracer(self, args).run()
@@ -90,8 +133,7 @@ class TileOp:
         return Tracer(self, args).run()
 
     def _fake(self, *args):
-        with launch_mode(SkipLaunches()):
-            return self.fn(*args)
+        return fake_call(self, args)
 
     def _interpret(self, *args):
         # Trace too (cheap next to the interpreter), so that a body the CUDA
@@ -99,6 +141,60 @@ class TileOp:
         Tracer(self, args).run()
         with launch_mode(InterpretLaunches()):
             return self.fn(*args)
+
+
+def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Optional[Callable]) -> Callable:
+    """The callable the op's C++ Autograd kernel runs for calls that need a
+    gradient: the op under a ``torch.autograd.Function`` with ``backward``
+    (None: a backward that raises, naming the op)."""
+    num_args = len(op.arg_names)
+    mutated = op.mutated_args
+
+    def forward(*args):
+        with torch._C._AutoDispatchBelowAutograd():
+            out = op.overload(*args)
+        if not mutated:
+            return out
+        # autograd.Function wants tensors it marks dirty among its outputs.
+        outs = () if out is None else (out if isinstance(out, tuple) else (out,))
+        return (*outs, *(args[i] for i in mutated))
+
+    def setup(ctx, inputs, output):
+        if mutated:
+            ctx.mark_dirty(*(inputs[i] for i in mutated))
+        if setup_context is not None:
+            setup_context(ctx, inputs, output)
+
+    def backward_fn(ctx, *grads):
+        if backward is None:
+            raise RuntimeError(
+                f"{op.qualname} has no backward: a tensor it produced or wrote was differentiated. Declare one "
+                f"with `{op.name}.register_autograd(backward, setup_context=...)` (tile ops in the backward run "
+                "natively), or call the op on tensors that do not require grad")
+        result = backward(ctx, *grads)
+        result = result if isinstance(result, tuple) else (result,)
+        if len(result) != num_args:
+            raise RuntimeError(
+                f"{op.qualname}: backward returned {len(result)} gradient(s), expected {num_args} (one per "
+                f"input: {', '.join(op.arg_names)}; None for non-tensor inputs)")
+        return result
+
+    function = type(f"{op.name}_autograd", (torch.autograd.Function,), {
+        "forward": staticmethod(forward),
+        "setup_context": staticmethod(setup),
+        "backward": staticmethod(backward_fn),
+    })
+    if not mutated:
+        return function.apply
+    num_outs = op.num_returns
+
+    def apply_and_drop_written(*args):
+        result = function.apply(*args)
+        if num_outs == 0:
+            return None
+        return result[0] if num_outs == 1 else result[:num_outs]
+
+    return apply_and_drop_written
 
 
 def op(qualname: str, fn: Optional[Callable] = None, *, mutates_args: Union[str, Iterable[str]] = (),

@@ -297,11 +297,13 @@ class Tracer(GuardSink, LaunchMode):
         self.op = op
         self.num_args = len(args)
         self.guards: dict[tuple[int, ...], str] = {}
+        self._allocs_before: dict[tuple[int, ...], int] = {}  # guard -> allocations made before it
         # Guards from int() conversions, with the body instruction that made them.
         self._parse_candidates: list[tuple[tuple[int, ...], SymbolicInt, tuple[int, int]]] = []
         self.tensor_guards: list[tuple[int, torch.dtype, int]] = []
         self.allocs: list[dict] = []
         self.launches: list[dict] = []
+        self._writes: list[tuple[Any, dict, dict]] = []  # (kernel, step, bound arguments) per launch
         self.device: Optional[torch.device] = None
         self.stand_ins = [self._stand_in(i, a) for i, a in enumerate(args)]
         if self.device is None:
@@ -331,6 +333,7 @@ class Tracer(GuardSink, LaunchMode):
         if code in self.guards:
             return
         self.guards[code] = text
+        self._allocs_before[code] = len(self.allocs)
         if origin is not None:
             self._parse_candidates.append((code, origin, _calling_instruction()))
         else:
@@ -439,7 +442,9 @@ class Tracer(GuardSink, LaunchMode):
         from ._triton_frontend import record_launch
 
         self._parse_candidates.clear()
-        self.launches.append(record_launch(self, kernel, grid, args, kwargs))
+        step, arguments = record_launch(self, kernel, grid, args, kwargs)
+        self.launches.append(step)
+        self._writes.append((kernel, step, arguments))
         return None
 
     # -- the whole trace ---------------------------------------------------------------------------------
@@ -452,6 +457,33 @@ class Tracer(GuardSink, LaunchMode):
         finally:
             _local.tracer = previous
         return self._plan(result)
+
+    def _check_mutations(self) -> None:
+        """The op's declared mutates_args must be exactly the inputs its kernels write."""
+        written: dict[int, str] = {}  # input argument -> "kernel(parameter)" writing it
+        for kernel, step, arguments in self._writes:
+            params = self.op.written_parameters(kernel, step["config"], arguments)
+            if params is None:
+                return  # not analysable: trust the declaration
+            for name in params:
+                value = arguments[name]
+                if isinstance(value, TensorProxy) and value._slot < self.num_args:
+                    written.setdefault(value._slot, f"{kernel.fn.__name__}({name})")
+        declared = set(self.op.mutated_args)
+        names = self.op.arg_names
+        undeclared = sorted(set(written) - declared)
+        if undeclared:
+            raise TraceError(
+                f"{self.op.qualname}: kernel {written[undeclared[0]]} writes argument '{names[undeclared[0]]}', "
+                f"which the op does not declare: add it to mutates_args (declared: "
+                f"{[names[i] for i in sorted(declared)] or 'none'})"
+            )
+        unwritten = sorted(declared - set(written))
+        if unwritten and self._writes:
+            raise TraceError(
+                f"{self.op.qualname}: mutates_args declares '{names[unwritten[0]]}', but no kernel the body "
+                "launches writes it: remove it from mutates_args"
+            )
 
     def _plan(self, result) -> dict:
         results = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
@@ -472,9 +504,13 @@ class Tracer(GuardSink, LaunchMode):
             if r._slot in outputs:
                 raise TraceError(f"{self.op.qualname}: the body returns the same tensor twice")
             outputs.append(r._slot)
+        self._check_mutations()
         return {
             "tensor_guards": self.tensor_guards,
             "guards": [(list(code), text) for code, text in self.guards.items()],
+            # Guards made before the last allocation can change output shapes;
+            # later ones only choose launches (the fake implementation skips them).
+            "shape_guards": [list(code) for code in self.guards if self._allocs_before[code] < len(self.allocs)],
             "allocs": self.allocs,
             "launches": self.launches,
             "outputs": outputs,

@@ -95,8 +95,9 @@ def launch_config(cid: int) -> LaunchConfig:
     return _registry.configs[cid]
 
 
-def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> dict:
-    """Turns one ``kernel[grid](*args, **kwargs)`` in a traced body into a plan step."""
+def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[dict, dict]:
+    """Turns one ``kernel[grid](*args, **kwargs)`` in a traced body into a plan
+    step; also returns the kernel's bound arguments (stand-ins) by parameter."""
     site = body_location(tracer.op.fn)
     if not isinstance(kernel, JITFunction):
         raise tracer.error(f"only @triton.jit kernels can be launched in an op body, got {type(kernel).__name__}")
@@ -135,13 +136,14 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> dict:
         grid_exprs.append(encode_int(g, tracer))
 
     config = LaunchConfig(kernel, tuple(kinds), statics, options)
-    return {
+    step = {
         "kernel": kernel_id(kernel),
         "config": config_id(config),
         "grid": grid_exprs,
         "bindings": bindings,
         "site": site,
     }
+    return step, dict(bound.arguments)
 
 
 _STATIC = (STATIC, -1, None, 0.0, True, True)

@@ -38,6 +38,22 @@ void register_op(const std::string& qualname, const std::vector<int>& arg_kinds,
   }
 }
 
+void register_autograd(const std::string& qualname, const std::vector<int>& mutated_args, py::object apply_fn) {
+  try {
+    register_autograd_kernels(qualname, mutated_args, std::make_shared<PythonDifferentiableCall>(std::move(apply_fn)));
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
+void set_backward(const std::string& qualname, py::object apply_fn) {
+  try {
+    set_differentiable_call(qualname, std::make_shared<PythonDifferentiableCall>(std::move(apply_fn)));
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
 py::dict counter_values() {
   const Counters& c = counters();
   py::dict d;
@@ -59,6 +75,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("register_op", &register_op, py::arg("qualname"), py::arg("arg_kinds"), py::arg("num_returns"),
         py::arg("trace_fn"), py::arg("dispatch_key") = "CUDA",
         "Registers the native implementation of a defined op for a dispatch key.");
+  m.def("register_autograd", &register_autograd, py::arg("qualname"), py::arg("mutated_args"), py::arg("apply_fn"),
+        "Registers the op's Autograd (and, for mutating ops, ADInplaceOrView) kernels; calls that need a gradient "
+        "run `apply_fn` (an autograd.Function's apply).");
+  m.def("set_backward", &set_backward, py::arg("qualname"), py::arg("apply_fn"),
+        "Replaces the autograd.Function that calls needing a gradient run.");
   m.def("plan_count", [](const std::string& qualname) {
         auto op = find_tile_op(qualname);
         return op ? op->plans().size() : -1;

@@ -24,6 +24,7 @@ void release_with_gil(py::object& obj) {
 
 PythonPlanTracer::~PythonPlanTracer() { release_with_gil(trace_fn_); }
 PythonCompiler::~PythonCompiler() { release_with_gil(compile_fn_); }
+PythonDifferentiableCall::~PythonDifferentiableCall() { release_with_gil(apply_fn_); }
 
 std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(TileOp& op, const torch::jit::Stack& stack, size_t first) {
   py::gil_scoped_acquire gil;
@@ -42,6 +43,24 @@ KernelBinary PythonCompiler::compile(const KernelCache& kernel, const Specializa
   for (uint32_t i = 0; i < key.size; ++i) words[i] = py::int_(key.words[i]);
   const py::dict result = compile_fn_(kernel.id(), words, capability);
   return binary_from_python(result);
+}
+
+void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
+  const auto& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  py::gil_scoped_acquire gil;
+  counters().host_entries.fetch_add(1, std::memory_order_relaxed);
+  py::tuple args(n);
+  for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[stack.size() - n + i]);
+  const py::object result = apply_fn_(*args);
+  torch::jit::drop(stack, n);
+  const auto& returns = schema.returns();
+  if (returns.size() == 1) {
+    torch::jit::push(stack, torch::jit::toIValue(result, returns[0].type()));
+  } else if (!returns.empty()) {
+    const py::tuple values = py::cast<py::tuple>(result);
+    for (size_t i = 0; i < returns.size(); ++i) torch::jit::push(stack, torch::jit::toIValue(values[i], returns[i].type()));
+  }
 }
 
 }  // namespace torch_tile

@@ -1,10 +1,12 @@
 // The runtime's slow-path hooks implemented by calling Python: tracing an op
-// body into a plan, and compiling a kernel variant with Triton. Both take the
-// GIL; neither runs in the steady state.
+// body into a plan, compiling a kernel variant with Triton, and running an op
+// under its autograd.Function. All take the GIL; none runs in a steady state
+// that needs no gradient.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
+#include "../torch/autograd_kernel.h"
 #include "../torch/tile_op.h"
 
 namespace torch_tile {
@@ -30,6 +32,16 @@ class TORCH_TILE_PY_HIDDEN PythonCompiler final : public Compiler {
 
  private:
   pybind11::object compile_fn_;  // (kernel_id, key words, capability) -> result dict
+};
+
+class TORCH_TILE_PY_HIDDEN PythonDifferentiableCall final : public DifferentiableCall {
+ public:
+  explicit PythonDifferentiableCall(pybind11::object apply_fn) : apply_fn_(std::move(apply_fn)) {}
+  ~PythonDifferentiableCall() override;
+  void call(const c10::OperatorHandle& op, torch::jit::Stack& stack) override;
+
+ private:
+  pybind11::object apply_fn_;  // autograd.Function.apply: (*args) -> Tensor | tuple | None
 };
 
 }  // namespace torch_tile

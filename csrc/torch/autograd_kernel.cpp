@@ -1,0 +1,128 @@
+#include "autograd_kernel.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "../runtime/error.h"
+
+namespace torch_tile {
+namespace {
+
+// What the kernels of one op share. The differentiable path is swapped
+// atomically; replaced ones stay alive for calls still using them.
+struct AutogradState {
+  std::string qualname;
+  std::vector<int> mutated_args;
+  std::atomic<DifferentiableCall*> differentiable{nullptr};
+  std::mutex mutex;
+  std::vector<std::shared_ptr<DifferentiableCall>> owned;
+
+  void set(std::shared_ptr<DifferentiableCall> d) {
+    std::lock_guard<std::mutex> lock(mutex);
+    differentiable.store(d.get(), std::memory_order_release);
+    owned.push_back(std::move(d));
+  }
+};
+
+bool needs_grad(const c10::IValue* args, size_t n) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (args[i].isTensor() && args[i].toTensor().requires_grad()) return true;
+  }
+  return false;
+}
+
+class AutogradKernel final : public c10::OperatorKernel {
+ public:
+  explicit AutogradKernel(std::shared_ptr<AutogradState> state) : state_(std::move(state)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+    const size_t n = op.schema().arguments().size();
+    if (!needs_grad(stack->data() + stack->size() - n, n)) {
+      at::AutoDispatchBelowAutograd below;
+      op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+      return;
+    }
+    DifferentiableCall* d = state_->differentiable.load(std::memory_order_acquire);
+    if (d == nullptr) fail(ErrorKind::Runtime, state_->qualname + ": no autograd path registered");
+    d->call(op, *stack);
+  }
+
+ private:
+  std::shared_ptr<AutogradState> state_;
+};
+
+// Bumps the version counters of the tensors a mutating op writes, as torch's
+// own in-place ops do, so autograd detects a saved tensor modified later.
+class InplaceKernel final : public c10::OperatorKernel {
+ public:
+  explicit InplaceKernel(std::shared_ptr<AutogradState> state) : state_(std::move(state)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+    const size_t n = op.schema().arguments().size();
+    const c10::IValue* args = stack->data() + stack->size() - n;
+    c10::SmallVector<at::Tensor, 4> written;
+    for (int i : state_->mutated_args) written.push_back(args[i].toTensor());
+    {
+      at::AutoDispatchBelowADInplaceOrView below;
+      op.redispatchBoxed(keys & c10::after_ADInplaceOrView_keyset, stack);
+    }
+    for (const at::Tensor& t : written) torch::autograd::impl::bump_version(t);
+  }
+
+ private:
+  std::shared_ptr<AutogradState> state_;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<AutogradState>> states;
+  std::vector<std::unique_ptr<torch::Library>> libraries;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: the dispatcher outlives static teardown
+  return *r;
+}
+
+}  // namespace
+
+void register_autograd_kernels(const std::string& qualname, std::vector<int> mutated_args,
+                               std::shared_ptr<DifferentiableCall> differentiable) {
+  const size_t sep = qualname.find("::");
+  if (sep == std::string::npos) fail(ErrorKind::Value, "op name must be 'namespace::name', got '" + qualname + "'");
+  const std::string ns = qualname.substr(0, sep);
+  const std::string name = qualname.substr(sep + 2);
+  auto state = std::make_shared<AutogradState>();
+  state->qualname = qualname;
+  state->mutated_args = std::move(mutated_args);
+  state->set(std::move(differentiable));
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, std::nullopt, __FILE__, __LINE__);
+  lib->impl(name.c_str(), c10::DispatchKey::Autograd,
+            torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(state)));
+  if (!state->mutated_args.empty()) {
+    lib->impl(name.c_str(), c10::DispatchKey::ADInplaceOrView,
+              torch::CppFunction::makeFromBoxedFunctor(std::make_unique<InplaceKernel>(state)));
+  }
+  r.libraries.push_back(std::move(lib));
+  r.states[qualname] = std::move(state);
+}
+
+void set_differentiable_call(const std::string& qualname, std::shared_ptr<DifferentiableCall> differentiable) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.states.find(qualname);
+  if (it == r.states.end()) fail(ErrorKind::Value, qualname + " is not a registered tile op");
+  it->second->set(std::move(differentiable));
+}
+
+}  // namespace torch_tile

@@ -1,0 +1,33 @@
+// A tile op's Autograd and ADInplaceOrView kernels. A call that needs no
+// gradient (grad mode off, or no tensor argument requires grad) goes straight
+// below autograd in C++, so inference and LibTorch callers never leave C++.
+// A call that does need one runs the op under its autograd.Function, which
+// the host language supplies: the op's registered backward, or one that says
+// the op has none.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch_tile {
+
+// Runs an op under its autograd.Function: arguments on the stack in, results out.
+class DifferentiableCall {
+ public:
+  virtual ~DifferentiableCall() = default;
+  virtual void call(const c10::OperatorHandle& op, torch::jit::Stack& stack) = 0;
+};
+
+// Registers both kernels for a defined op. `mutated_args` are the indices of
+// the tensor arguments it writes (their version counters are bumped).
+void register_autograd_kernels(const std::string& qualname, std::vector<int> mutated_args,
+                               std::shared_ptr<DifferentiableCall> differentiable);
+
+// Replaces the op's differentiable path (when a backward is registered later).
+void set_differentiable_call(const std::string& qualname, std::shared_ptr<DifferentiableCall> differentiable);
+
+}  // namespace torch_tile

@@ -1,0 +1,96 @@
+"""Which tensor parameters a Triton kernel writes, read from its TTIR with the
+analysis torch itself uses for ``torch.library.triton_op`` and Inductor. The
+tracer uses it to hold an op's declared ``mutates_args`` to what its kernels do:
+an undeclared write would be silently lost under functionalization, and a
+declared write that never happens makes torch.compile copy for nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Optional
+
+import torch
+
+_LOGGER = "torch._higher_order_ops.triton_kernel_wrap"
+
+
+class _CompileOnlyDriver:
+    """Stands in for Triton's driver on a machine without a GPU: the analysis
+    only needs a target to build TTIR for (tile ops target sm_90 there)."""
+
+    def get_current_target(self):
+        from triton.backends.compiler import GPUTarget
+
+        return GPUTarget("cuda", 90, 32)
+
+
+@contextlib.contextmanager
+def _analysis_target():
+    import triton
+
+    driver = triton.runtime.driver
+    try:
+        driver.active.get_current_target()
+        yield
+        return
+    except RuntimeError:  # no active driver: no GPU here
+        pass
+    driver.set_active(_CompileOnlyDriver())
+    try:
+        yield
+    finally:
+        driver.reset_active()
+
+
+class _FallbackSeen(logging.Filter):
+    """torch's analysis logs and assumes "every input is mutated" when it
+    cannot analyse a kernel; that answer must not be taken as the truth."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "assuming every input is mutated" in record.getMessage():
+            self.seen = True
+            return False
+        return True
+
+
+def _concrete(value: Any) -> Any:
+    from ._tracer import SymbolicFloat, TensorProxy
+    from ._expr import SymbolicInt
+
+    if isinstance(value, TensorProxy):
+        return torch.empty(16, dtype=value.dtype)  # only dtype and (aligned) address matter
+    if isinstance(value, SymbolicInt):
+        return bool(value.value) if value.is_bool else value.value
+    if isinstance(value, SymbolicFloat):
+        return value.value
+    return value
+
+
+def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[str]]:
+    """Names of the kernel's tensor parameters that it stores to (or updates
+    atomically), for these bound arguments; None when it cannot be analysed."""
+    from torch._higher_order_ops import triton_kernel_wrap as wrap
+
+    kwargs = {name: _concrete(v) for name, v in arguments.items()}
+    seen = _FallbackSeen()
+    logger = logging.getLogger(_LOGGER)
+    logger.addFilter(seen)
+    try:
+        with _analysis_target():
+            if hasattr(wrap, "identify_accessed_tensors"):  # torch >= 2.12
+                accesses = wrap.identify_accessed_tensors(kernel, kwargs, {})
+                names = [d.name for d in accesses.read_writes.writes]
+            else:
+                names = wrap.identify_mutated_tensors(kernel, kwargs, {})
+    except Exception:  # noqa: BLE001 - an analysis failure must not fail the op
+        return None
+    finally:
+        logger.removeFilter(seen)
+    if seen.seen:
+        return None
+    return frozenset(n for n in names if isinstance(kwargs.get(n), torch.Tensor))
