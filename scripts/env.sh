@@ -19,7 +19,7 @@ else
 fi
 echo "torch_tile: building the extension with $("$PY" -c 'import torch; print("torch", torch.__version__)')" >&2
 MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" setup.py -q build_ext --inplace > build.log 2>&1 || {
-  tail -40 build.log >&2
+  grep -E -A3 "error|Error" build.log | head -60 >&2
   echo "torch_tile: build failed (full log in build.log)" >&2
   exit 1
 }

@@ -169,7 +169,7 @@ def test_softmax_sides_have_different_launch_configs():
     large = K.softmax.trace(torch.randn(2, 1025))["launches"][0]
     assert small["kernel"] == large["kernel"]
     assert small["config"] != large["config"]
-    block = small["bindings"][-1]
+    block = small["bindings"][-2]  # BLOCK, then the ACC dtype constexpr
     assert block[0] == 4 and block[2][1] == "next_power_of_2(x.size(1))"  # CONSTEXPR
 
 

@@ -1,17 +1,35 @@
 """Example tile ops: importing this package registers them under ``torch.ops.tile``.
 
 * ``tile::add``, ``tile::add_`` (in place): elementwise vector add
-* ``tile::softmax``: fused row softmax
-* ``tile::layer_norm``: layer-norm forward returning (out, mean, rstd)
+* ``tile::softmax``: fused row softmax (autograd registered in softmax_backward.py)
+* ``tile::layer_norm``: layer-norm forward returning (out, mean, rstd) (autograd registered in layer_norm_backward.py)
 * ``tile::matmul``: tiled matrix product
+
+Training kernels (forward and backward ops; the forwards have autograd):
+
+* ``tile::rms_norm``: RMS norm over rows, returning (out, rstd)
+* ``tile::rms_norm_backward``: (grad_x, grad_weight) of rms_norm, grad_weight reduced over rows
+* ``tile::softmax_backward``: gradient of the row softmax from its output
+* ``tile::swiglu``: silu(gate) * up, elementwise
+* ``tile::swiglu_backward``: (grad_gate, grad_up) of swiglu
+* ``tile::cross_entropy``: per-row cross-entropy loss and logsumexp, returning (loss, lse)
+* ``tile::cross_entropy_backward``: gradient of the per-row loss with respect to the logits
+* ``tile::layer_norm_backward``: (grad_x, grad_weight, grad_bias) of layer_norm
 """
 
 from .add import add, add_, add_kernel
+from .cross_entropy import cross_entropy, cross_entropy_backward
 from .layer_norm import layer_norm, layer_norm_kernel
+from .layer_norm_backward import layer_norm_backward
 from .matmul import matmul, matmul_kernel
+from .rms_norm import rms_norm, rms_norm_backward
 from .softmax import softmax, softmax_kernel
+from .softmax_backward import softmax_backward
+from .swiglu import swiglu, swiglu_backward
 
 __all__ = [
     "add", "add_", "add_kernel", "softmax", "softmax_kernel",
     "layer_norm", "layer_norm_kernel", "matmul", "matmul_kernel",
+    "rms_norm", "rms_norm_backward", "softmax_backward", "swiglu", "swiglu_backward",
+    "cross_entropy", "cross_entropy_backward", "layer_norm_backward",
 ]

@@ -6,13 +6,15 @@ import triton.language as tl
 
 import torch_tile as tt
 
+from ._common import acc_dtype
+
 
 @triton.jit
-def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf")).to(ACC)
     x = x - tl.max(x, axis=0)
     num = tl.exp(x)
     y = num / tl.sum(num, axis=0)
@@ -32,5 +34,6 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         return out  # nothing to normalise (and tl.arange needs a positive block)
     BLOCK = triton.next_power_of_2(n_cols)
     num_warps = 4 if BLOCK < 2048 else 8  # a branch on a size: a guard in the plan
-    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK=BLOCK, num_warps=num_warps)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK=BLOCK,
+                              ACC=acc_dtype(x.dtype), num_warps=num_warps)
     return out

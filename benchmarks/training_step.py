@@ -1,0 +1,168 @@
+"""Training step time of the tiny transformer (examples/train_tiny_transformer.py)
+in five ways, and the per-kernel replay cost of tile ops in a CUDA graph.
+
+    python benchmarks/training_step.py [--steps N] [--out DIR]
+
+Rows (median ms per step after warm-up, one process, one run): pure torch
+eager; pure torch under torch.compile(mode="reduce-overhead"); the tile model
+eager; the tile model under torch.compile(mode="reduce-overhead") (CUDA
+graphs); the same Triton kernels through torch.library.triton_op, eager.
+Replay: a CUDA graph of 256 ``torch.ops.tile.add`` calls against a graph of
+256 bare launches of the same kernel (Triton's launcher into preallocated
+outputs: the graph floor), µs per kernel per replay. Writes
+training_step.json and training_step.png to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import torch
+import triton
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+
+from train_tiny_transformer import MODES, agreement, train, triton_op_mirror  # noqa: E402
+
+from torch_tile import kernels as K  # noqa: E402
+
+GRAPH_KERNELS = 256
+
+
+def _replay_us_per_kernel(graph: torch.cuda.CUDAGraph, replays: int = 200) -> float:
+    graph.replay()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) * 1e3 / replays / GRAPH_KERNELS
+
+
+def graph_replay() -> dict:
+    """µs per kernel when replaying a graph of tile.add calls vs bare launches."""
+    x = torch.randn(1024, device="cuda")
+    y = torch.randn(1024, device="cuda")
+    outs = [torch.empty_like(x) for _ in range(GRAPH_KERNELS)]
+    grid = (triton.cdiv(x.numel(), 1024),)
+
+    def tile_calls():
+        return [torch.ops.tile.add(x, y) for _ in range(GRAPH_KERNELS)]
+
+    def bare_launches():
+        for out in outs:
+            K.add_kernel[grid](x, y, out, x.numel(), BLOCK=1024)
+
+    graphs = {}
+    for name, body in (("tile ops", tile_calls), ("bare launches (floor)", bare_launches)):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            body()  # warm: compiled and loaded before capture
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            kept = body()
+        graphs[name] = (g, kept)
+    samples = {name: [] for name in graphs}
+    for _ in range(5):
+        for name, (g, _) in graphs.items():
+            samples[name].append(_replay_us_per_kernel(g))
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def profile(mode: str, mirror, steps: int = 6) -> None:
+    """Prints where a step's host and GPU time go in ``mode`` (torch.profiler)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    train(mode, 3, mirror=mirror)  # warm
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        train(mode, steps, mirror=mirror)
+    print(f"--- profile of {steps} steps, mode {mode} ---")
+    print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=25, max_name_column_width=60))
+
+
+def plot(result: dict, path: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = result["step_ms"]
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    names = list(rows)[::-1]
+    bars = ax.barh(names, [rows[n] for n in names],
+                   color=["#4c72b0" if n.startswith("tile") else "#999999" for n in names])
+    ax.bar_label(bars, labels=[f"{rows[n]:.2f} ms" for n in names], padding=3)
+    ax.set_xlabel("ms per training step (median)")
+    ax.set_title(f"Tiny transformer training step on {result['device']}")
+    ax.set_xlim(0, max(rows.values()) * 1.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    parser.add_argument("--profile", nargs="*", default=[], choices=MODES, help="also print a profile of these modes")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("training_step: needs a CUDA GPU")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    mirror = triton_op_mirror()
+    runs = {mode: train(mode, args.steps, mirror=mirror) for mode in MODES}
+    step_ms = {mode: r["step_ms"] for mode, r in runs.items()}
+    replay = graph_replay()
+    floor = replay["bare launches (floor)"]
+    result = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "steps": args.steps,
+        "step_ms": step_ms,
+        "max_abs_loss_diff_vs_torch": {m: agreement(r["losses"], runs["torch"]["losses"]) for m, r in runs.items()},
+        "loss_first_last": {m: r["loss_first_last"] for m, r in runs.items()},
+        "graph_replay_us_per_kernel": replay,
+        "ratios": {
+            "triton_op_over_tile_eager": step_ms["triton_op"] / step_ms["tile"],
+            "tile_compiled_over_torch_compiled": step_ms["tile_compiled"] / step_ms["torch_compiled"],
+            "tile_replay_over_floor": replay["tile ops"] / floor,
+        },
+    }
+    ratios = result["ratios"]
+    result["targets_met"] = {
+        "tile eager >= 1.5x faster than triton_op": ratios["triton_op_over_tile_eager"] >= 1.5,
+        "tile compiled <= torch compiled (reduce-overhead)": ratios["tile_compiled_over_torch_compiled"] <= 1.0,
+        "graph replay per kernel within 10% of floor": ratios["tile_replay_over_floor"] <= 1.10,
+    }
+    for mode, ms in step_ms.items():
+        print(f"{mode:15s} {ms:8.2f} ms/step   max |loss - torch| {result['max_abs_loss_diff_vs_torch'][mode]:.2e}")
+    for name, us in replay.items():
+        print(f"graph replay, {name:22s} {us:6.3f} µs/kernel")
+    for name, value in result["ratios"].items():
+        print(f"{name:36s} {value:6.2f}")
+    for name, ok in result["targets_met"].items():
+        print(f"target {name}: {'met' if ok else 'NOT met'}")
+    for mode in args.profile:
+        profile(mode, mirror)
+    with open(os.path.join(args.out, "training_step.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    if not plot(result, os.path.join(args.out, "training_step.png")):
+        print("matplotlib not available: no PNG written")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
