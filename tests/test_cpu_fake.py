@@ -160,12 +160,11 @@ def test_compile_inplace_op():
 
 # -- opcheck ---------------------------------------------------------------------------------------
 
-# The ops have no autograd formula. "test_autograd_registration" only checks that
-# inputs requiring grad do not silently reach a CompositeImplicit kernel; none of
-# the inputs below require grad, so it is a cheap consistency check. The
-# remaining utilities exercise the schema (mutation/aliasing against the real CPU
-# kernel), the fake impl against the real kernel, and AOTAutograd tracing with
-# static and dynamic shapes. All of them run without a GPU.
+# Every example op, with inputs requiring grad where the op has a backward, so
+# that "test_autograd_registration" and the AOT-dispatch checks go through the
+# op's Autograd kernel and its registered backward. The other utilities check
+# the schema (mutation/aliasing against the real CPU kernel) and the fake impl
+# against the real kernel, with static and dynamic shapes. No GPU needed.
 OPCHECK_UTILS = (
     "test_schema",
     "test_autograd_registration",
@@ -175,21 +174,37 @@ OPCHECK_UTILS = (
 )
 
 
+def _grad(t):
+    return t.clone().requires_grad_()
+
+
 def _opcheck_cases():
     x, y = torch.randn(4, 16), torch.randn(4, 16)
     w, b = torch.randn(16), torch.randn(16)
+    rstd = torch.rand(4) + 0.5
+    target = torch.tensor([0, 3, 15, 7])
+    loops = requires_interpreter_scalar_loops  # kernels that loop to a runtime bound
     return [
-        ("add", torch.ops.tile.add.default, (x, y)),
-        ("add_", torch.ops.tile.add_.default, (x.clone(), y)),
-        ("softmax", torch.ops.tile.softmax.default, (x,)),
-        ("softmax_large", torch.ops.tile.softmax.default, (torch.randn(2, 3000),)),
-        ("layer_norm", torch.ops.tile.layer_norm.default, (x, w, b, 1e-5)),
-        pytest.param("matmul", torch.ops.tile.matmul.default, (x, torch.randn(16, 8)),
-                     marks=requires_interpreter_scalar_loops),
+        pytest.param(torch.ops.tile.add.default, (x, y), id="add"),
+        pytest.param(torch.ops.tile.add_.default, (x.clone(), y), id="add_"),
+        pytest.param(torch.ops.tile.softmax.default, (_grad(x),), id="softmax"),
+        pytest.param(torch.ops.tile.softmax.default, (_grad(torch.randn(2, 3000)),), id="softmax_large"),
+        pytest.param(torch.ops.tile.softmax_backward.default, (y, torch.softmax(x, -1)), id="softmax_backward"),
+        pytest.param(torch.ops.tile.layer_norm.default, (_grad(x), _grad(w), _grad(b), 1e-5), id="layer_norm",
+                     marks=loops),
+        pytest.param(torch.ops.tile.layer_norm_backward.default, (y, x, w, x.mean(1), rstd), id="layer_norm_backward",
+                     marks=loops),
+        pytest.param(torch.ops.tile.rms_norm.default, (_grad(x), _grad(w), 1e-6), id="rms_norm", marks=loops),
+        pytest.param(torch.ops.tile.rms_norm_backward.default, (y, x, w, rstd), id="rms_norm_backward", marks=loops),
+        pytest.param(torch.ops.tile.swiglu.default, (_grad(x), _grad(y)), id="swiglu"),
+        pytest.param(torch.ops.tile.swiglu_backward.default, (y, x, y * 2), id="swiglu_backward"),
+        pytest.param(torch.ops.tile.cross_entropy.default, (_grad(x), target), id="cross_entropy", marks=loops),
+        pytest.param(torch.ops.tile.cross_entropy_backward.default, (torch.rand(4), x, target, rstd),
+                     id="cross_entropy_backward", marks=loops),
+        pytest.param(torch.ops.tile.matmul.default, (x, torch.randn(16, 8)), id="matmul", marks=loops),
     ]
 
 
-@pytest.mark.parametrize("name, op, args", _opcheck_cases(), ids=["add", "add_", "softmax", "softmax_large",
-                                                                  "layer_norm", "matmul"])
-def test_opcheck(name, op, args):
+@pytest.mark.parametrize("op, args", _opcheck_cases())
+def test_opcheck(op, args):
     torch.library.opcheck(op, args, test_utils=OPCHECK_UTILS)
