@@ -14,8 +14,7 @@ from ._expr import SymbolicInt, sym_max, sym_min
 from ._op import TileOp, op
 from ._tracer import TraceError, TensorProxy
 from ._triton_frontend import compile_count, compile_variant
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def runtime_counters() -> dict:

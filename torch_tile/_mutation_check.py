@@ -40,7 +40,7 @@ def _analysis_target():
     try:
         yield
     finally:
-        driver.reset_active()
+        driver.set_active(None)  # back to "no driver yet" (reset_active() would raise without a GPU)
 
 
 class _FallbackSeen(logging.Filter):

@@ -6,13 +6,15 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional, Union
 
 import torch
+import triton
 
-from . import _C
+from . import _C, _disk_cache
 from ._fake import fake_call
 from ._launch_mode import launch_mode
 from ._mutation_check import written_parameters
 from ._tracer import Tracer
-from ._triton_frontend import InterpretLaunches
+from ._triton_frontend import InterpretLaunches, config_fingerprint, launch_config
+from ._version import __version__
 
 # Argument kinds understood by the C++ op (csrc/torch/tile_op.h: ArgKind).
 _ARG_KINDS = {"Tensor": 0, "int": 1, "SymInt": 1, "float": 2, "bool": 3}
@@ -76,7 +78,7 @@ class TileOp:
         _C.register_autograd(qualname, self.mutated_args, _autograd_apply(self, None, None))
         self.backward_fn: Optional[Callable] = None  # as given to register_autograd
         self.setup_context_fn: Optional[Callable] = None
-        self._written: dict[tuple[int, int], Optional[frozenset]] = {}
+        self._written: dict[int, Optional[frozenset]] = {}  # launch config id -> parameters written
         # Python calls skip torch.ops' generic argument parsing (see csrc/python/fast_caller.h).
         packet = getattr(getattr(torch.ops, self.namespace), self.name)
         packet._op = _C.fast_caller(qualname, packet._op)
@@ -118,11 +120,22 @@ class TileOp:
 
     def written_parameters(self, kernel, config: int, arguments: dict) -> Optional[frozenset]:
         """Tensor parameters ``kernel`` writes for a launch configuration
-        (analysed once per kernel and configuration; None if not analysable)."""
-        key = (id(kernel), config)
-        if key not in self._written:
-            self._written[key] = written_parameters(kernel, arguments)
-        return self._written[key]
+        (analysed once per configuration, and kept in the disk cache; None if
+        it cannot be analysed)."""
+        if config not in self._written:
+            key = _disk_cache.content_key("writes", __version__, "triton", triton.__version__,
+                                          config_fingerprint(launch_config(config)))
+
+            cache = _disk_cache.active()
+            hit = cache.load(key)
+            if hit is not None:
+                written = frozenset(hit[0]["written"])
+            else:
+                written = written_parameters(kernel, arguments)
+                if written is not None:  # a failed analysis is not remembered: it may work elsewhere
+                    cache.store(key, {"written": sorted(written)})
+            self._written[config] = written
+        return self._written[config]
 
     def trace(self, *args) -> dict:
         """The launch plan for these arguments (what the C++ runtime receives)."""

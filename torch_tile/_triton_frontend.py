@@ -19,7 +19,8 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.jit import JITFunction, create_function_from_signature
 
-from . import _C
+from . import _C, _disk_cache
+from ._version import __version__
 from ._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
 from ._launch_mode import LaunchMode
 from ._tracer import SymbolicFloat, TensorProxy, body_location
@@ -291,15 +292,14 @@ def _runtime_params(src: ASTSource) -> tuple[list[int], list[str]]:
     return indices, types
 
 
-def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
-    """Called by C++ (GIL held) on a kernel-cache miss."""
+def _compiled_entry(kid: int, words: list[int], capability: int) -> tuple[dict, bytes]:
+    """Compiles a variant with Triton: (launch metadata, cubin)."""
     compiled, src = compile_variant(kid, words, capability)
     _registry.compiles += 1
     md = compiled.metadata
     indices, types = _runtime_params(src)
-    return {
+    meta = {
         "name": md.name,
-        "cubin": compiled.asm["cubin"],
         "num_warps": md.num_warps,
         "num_ctas": md.num_ctas,
         "shared": md.shared,
@@ -312,6 +312,40 @@ def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
         "runtime_params": indices,
         "runtime_param_types": types,
     }
+    return meta, compiled.asm["cubin"]
+
+
+def _stable(value: Any) -> Any:
+    """A JSON value that identifies a constexpr/option value across processes."""
+    if isinstance(value, JITFunction):
+        return ["jit", value.cache_key]
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return [type(value).__name__, value]
+    return [type(value).__name__, repr(value)]
+
+
+def config_fingerprint(config: LaunchConfig) -> list:
+    """What a launch configuration means, independent of this process's ids."""
+    return [
+        config.kernel.fn.__module__ + "." + config.kernel.fn.__qualname__,
+        config.kernel.cache_key,  # source and dependencies, as Triton hashes them
+        list(config.kinds),
+        sorted([k, _stable(v)] for k, v in config.statics.items()),
+        sorted([k, _stable(v)] for k, v in config.options.items()),
+    ]
+
+
+def variant_cache_key(words: list[int], capability: int) -> str:
+    """The disk-cache key of a variant: versions, configuration, specialization, target."""
+    return _disk_cache.content_key("variant", __version__, "triton", triton.__version__,
+                                   config_fingerprint(launch_config(words[0])), list(words[1:]), capability)
+
+
+def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
+    """Called by C++ (GIL held) on a kernel-cache miss: the disk cache, else Triton."""
+    key = variant_cache_key(words, capability)
+    meta, cubin = _disk_cache.active().get_or_build(key, lambda: _compiled_entry(kid, words, capability))
+    return {**meta, "cubin": cubin}
 
 
 _C.set_compiler(_compile_callback)
