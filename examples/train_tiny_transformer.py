@@ -139,7 +139,11 @@ class TinyTransformer(nn.Module):
         self.norm = nn.Parameter(torch.ones(cfg.dim))
         self.head = nn.Linear(cfg.dim, cfg.vocab, bias=False)
 
+    def forward(self, tokens: torch.Tensor, ops: FusedOps) -> torch.Tensor:
+        return self.loss(tokens, ops)
+
     def loss(self, tokens: torch.Tensor, ops: FusedOps) -> torch.Tensor:
+        """Mean next-token cross-entropy of (batch, seq + 1) tokens."""
         inputs, target = tokens[:, :-1], tokens[:, 1:]
         b, t = inputs.shape
         x = self.embed(inputs) + self.pos[:t]

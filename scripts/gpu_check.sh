@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# Build, run every test (GPU ones first), the benchmarks and the demo on a GPU
-# machine, in one go. Writes to $OUT (default ./gpu_out), at most 8 files (the
-# device tool's limit): build.log, pytest_gpu.log, pytest_cpu.log, bench.log
-# (environment, benchmark tables, demo), and each benchmark's JSON and PNG.
+# Build, run every test (GPU ones first), the DDP example (with 2+ GPUs), the
+# benchmarks, the training example and the demo on a GPU machine, in one go.
+# Writes to $OUT (default ./gpu_out) at most 8 files (the device tool's
+# limit): pytest.log, bench.log (environment, DDP, benchmark tables, example,
+# demo) and each benchmark's JSON and PNG. A failed build prints its errors.
 # Usage (device tool): bash scripts/gpu_check.sh [pytest paths/args; default: all tests]
 OUT="${OUT:-$(cd "$(dirname "$0")/.." && pwd)/gpu_out}"
 mkdir -p "$OUT"
 source "$(dirname "$0")/env.sh"  # sets $PY, builds in place (exits on a failed build)
-cp build.log "$OUT/build.log"
 export PYTHONUNBUFFERED=1
 status=0
-if [ $# -gt 0 ]; then
-  "$PY" -m pytest "$@" -q -rs --durations=10 > "$OUT/pytest_gpu.log" 2>&1 || status=1
-else
-  "$PY" -m pytest tests/test_gpu_*.py -q -rs --durations=10 > "$OUT/pytest_gpu.log" 2>&1 || status=1
-fi
+if [ $# -gt 0 ]; then tests=("$@"); else tests=(tests/test_gpu_*.py); fi
+"$PY" -m pytest "${tests[@]}" -q -rs --durations=10 > "$OUT/pytest.log" 2>&1 || status=1
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   "$PY" -c "import sys, torch, triton; print(sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)"
+  if [ "$("$PY" -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ]; then
+    echo "--- DDP: torchrun --nproc-per-node=2 examples/ddp_train.py (shared cache dir)"
+    TORCH_TILE_CACHE_DIR="$(mktemp -d)" NCCL_NVLS_ENABLE=0 "$PY" -m torch.distributed.run --nproc-per-node=2 \
+      examples/ddp_train.py --steps 50 || status=1
+  fi
   "$PY" benchmarks/launch_overhead.py --out "$OUT" || status=1
   "$PY" benchmarks/training_step.py --out "$OUT" ${TRAINING_PROFILE:+--profile $TRAINING_PROFILE} || status=1
+  "$PY" benchmarks/warm_start.py --repeats "${WARM_REPEATS:-2}" --out "$OUT" || status=1
   "$PY" examples/train_tiny_transformer.py --steps 300 --modes torch tile tile_compiled || status=1
   "$PY" -m torch_tile.demo || status=1
 } > "$OUT/bench.log" 2>&1
 if [ $# -eq 0 ]; then
-  "$PY" -m pytest tests/test_cpu_*.py -q -rs > "$OUT/pytest_cpu.log" 2>&1 || status=1
+  "$PY" -m pytest ${CPU_TESTS:-tests/test_cpu_*.py} -q -rs >> "$OUT/pytest.log" 2>&1 || status=1
 fi
-tail -3 "$OUT/pytest_gpu.log"
+grep -E "passed|failed" "$OUT/pytest.log" | tail -2
 exit $status

@@ -1,0 +1,148 @@
+"""Time to first result in a fresh process: torch_tile cold and warm (disk cache)
+against Triton's own JIT cold and warm (its cache directory).
+
+    python benchmarks/warm_start.py [--repeats N] [--out DIR]
+
+Each measurement is a new Python process that imports torch, Triton and
+torch_tile, makes its inputs on the GPU, then times (wall clock, GPU
+synchronised) the first call of one op (``tile::add``) or of the demo's four
+ops (add, softmax, layer_norm, matmul). "cold" starts with empty
+``TORCH_TILE_CACHE_DIR`` and ``TRITON_CACHE_DIR``; "warm" reuses the
+directories a cold process filled. Triton rows run the same op bodies with
+Triton's own launcher (``kernel[grid](...)``). Warm torch_tile processes also
+report how many variants they compiled (should be 0). Writes warm_start.json
+and warm_start.png to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OP_SETS = {"one op": ["add"], "demo ops": ["add", "softmax", "layer_norm", "matmul"]}
+
+
+def _inputs(name: str):
+    import torch
+
+    if name == "add":
+        return (torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda"))
+    if name == "softmax":
+        return (torch.randn(64, 1000, device="cuda"),)
+    if name == "layer_norm":
+        return (torch.randn(64, 512, device="cuda"), torch.randn(512, device="cuda"), torch.randn(512, device="cuda"),
+                1e-5)
+    return (torch.randn(128, 64, device="cuda"), torch.randn(64, 96, device="cuda"))
+
+
+def worker(launcher: str, ops: list[str]) -> dict:
+    """Runs in the fresh process: first call(s), timed."""
+    import torch
+
+    import torch_tile as tt
+    from torch_tile import kernels as K
+
+    calls = []
+    for name in ops:
+        op = getattr(K, name)
+        args = _inputs(name)
+        calls.append((op if launcher == "torch_tile" else op.fn, args))  # op.fn: the body, Triton's launcher
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for fn, args in calls:
+        fn(*args)
+    torch.cuda.synchronize()
+    return {"seconds": time.perf_counter() - start, "compiles": tt.compile_count()}
+
+
+def _run(launcher: str, ops: list[str], cache: str, triton_cache: str) -> dict:
+    env = {**os.environ, "TORCH_TILE_CACHE_DIR": cache, "TRITON_CACHE_DIR": triton_cache,
+           "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, __file__, "--worker", launcher, *ops], env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(repeats: int) -> dict:
+    rows: dict[str, list[float]] = {}
+    warm_compiles = []
+    for set_name, ops in OP_SETS.items():
+        for launcher in ("torch_tile", "triton"):
+            for _ in range(repeats):
+                with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as triton_cache:
+                    cold = _run(launcher, ops, cache, triton_cache)
+                    warm = _run(launcher, ops, cache, triton_cache)
+                rows.setdefault(f"{launcher} cold, {set_name}", []).append(cold["seconds"] * 1e3)
+                rows.setdefault(f"{launcher} warm, {set_name}", []).append(warm["seconds"] * 1e3)
+                if launcher == "torch_tile":
+                    warm_compiles.append(warm["compiles"])
+    return {"ms": {k: statistics.median(v) for k, v in rows.items()},
+            "ms_min_max": {k: [min(v), max(v)] for k, v in rows.items()},
+            "torch_tile_warm_compiles": warm_compiles}
+
+
+def plot(result: dict, path: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = result["ms"]
+    names = list(rows)[::-1]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    bars = ax.barh(names, [rows[n] for n in names],
+                   color=["#4c72b0" if n.startswith("torch_tile") else "#999999" for n in names])
+    ax.bar_label(bars, labels=[f"{rows[n]:.0f} ms" for n in names], padding=3)
+    ax.set_xscale("log")
+    ax.set_xlabel("ms to first result in a fresh process (log scale)")
+    ax.set_title(f"Warm start on {result['device']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], args.worker[1:])))
+        return 0
+    import torch
+
+    if not torch.cuda.is_available():
+        print("warm_start: needs a CUDA GPU")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    result = {"device": torch.cuda.get_device_name(), "repeats": args.repeats, **measure(args.repeats)}
+    ms = result["ms"]
+    one_warm = ms["torch_tile warm, one op"]
+    result["targets_met"] = {
+        "warm first call <= 50 ms": one_warm <= 50,
+        "warm >= 5x faster than Triton's warm-cache first call": ms["triton warm, one op"] / one_warm >= 5,
+        "warm processes compiled nothing": not any(result["torch_tile_warm_compiles"]),
+    }
+    for name, value in ms.items():
+        print(f"{name:32s} {value:9.1f} ms")
+    for name, ok in result["targets_met"].items():
+        print(f"target {name}: {'met' if ok else 'NOT met'}")
+    with open(os.path.join(args.out, "warm_start.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    if not plot(result, os.path.join(args.out, "warm_start.png")):
+        print("matplotlib not available: no PNG written")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
