@@ -55,9 +55,11 @@ def test_one_op_on_two_devices_uses_each_devices_current_stream():
     torch.cuda.set_device(0)
     x0, y0 = torch.randn(5000, device="cuda:0"), torch.randn(5000, device="cuda:0")
     x1, y1 = torch.randn(5000, device="cuda:1"), torch.randn(5000, device="cuda:1")
+    K.add(x0, y0), K.add(x1, y1)  # compiled, and loaded on both devices, before timing matters
+    torch.cuda.synchronize(0), torch.cuda.synchronize(1)
     side = torch.cuda.Stream(device=1)
     with torch.cuda.stream(side):
-        torch.cuda._sleep(50_000_000)  # keeps the side stream busy
+        torch.cuda._sleep(1_000_000_000)  # keeps the side stream busy (~0.5 s)
         out1 = K.add(x1, y1)  # must queue behind the sleep, on cuda:1's current stream
     assert torch.cuda.current_device() == 0  # the device guard restored the caller's device
     assert not side.query()
