@@ -3,7 +3,8 @@ in five ways, and the per-kernel replay cost of tile ops in a CUDA graph.
 
     python benchmarks/training_step.py [--steps N] [--out DIR]
 
-Rows (median ms per step after warm-up, one process, one run): pure torch
+Rows (median ms per step after warm-up, one process, one run; the five
+models train side by side, one step of each in turn): pure torch
 eager; pure torch under torch.compile(mode="reduce-overhead"); the tile model
 eager; the tile model under torch.compile(mode="reduce-overhead") (CUDA
 graphs); the same Triton kernels through torch.library.triton_op, eager.
@@ -26,7 +27,7 @@ import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
-from train_tiny_transformer import MODES, agreement, train, triton_op_mirror  # noqa: E402
+from train_tiny_transformer import MODES, agreement, train, train_interleaved, triton_op_mirror  # noqa: E402
 
 from torch_tile import kernels as K  # noqa: E402
 
@@ -122,7 +123,7 @@ def main() -> int:
         return 0
     os.makedirs(args.out, exist_ok=True)
     mirror = triton_op_mirror()
-    runs = {mode: train(mode, args.steps, mirror=mirror) for mode in MODES}
+    runs = train_interleaved(MODES, args.steps, mirror=mirror)
     step_ms = {mode: r["step_ms"] for mode, r in runs.items()}
     replay = graph_replay()
     floor = replay["bare launches (floor)"]

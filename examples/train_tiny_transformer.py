@@ -162,37 +162,65 @@ def progression_batch(cfg: Config, generator: torch.Generator, device) -> torch.
     return (start + step * torch.arange(cfg.seq + 1, device=device)) % cfg.vocab
 
 
+class Trainer:
+    """One mode's model, optimizer and data stream (same seed in every mode)."""
+
+    def __init__(self, mode: str, cfg: Config = Config(), seed: int = 0, device="cuda",
+                 mirror: types.SimpleNamespace | None = None):
+        torch.manual_seed(seed)
+        self.cfg, self.device, self.mode = cfg, device, mode
+        self.model = TinyTransformer(cfg).to(device)
+        ops = {"torch": TORCH_OPS, "torch_compiled": TORCH_OPS, "tile": ops_of(torch.ops.tile),
+               "tile_compiled": ops_of(torch.ops.tile)}.get(mode)
+        if mode == "triton_op":
+            ops = ops_of(mirror or triton_op_mirror())
+        if ops is None:
+            raise ValueError(f"unknown mode {mode!r}")
+        self.loss_fn = lambda tokens: self.model.loss(tokens, ops)
+        if mode.endswith("_compiled"):
+            self.loss_fn = torch.compile(self.loss_fn, mode="reduce-overhead", fullgraph=True)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, fused=True)
+        self.data = torch.Generator(device=device).manual_seed(seed + 1)
+        self.sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+        self.losses: list[float] = []
+        self.times: list[float] = []
+
+    def step(self) -> None:
+        tokens = progression_batch(self.cfg, self.data, self.device)
+        self.sync()
+        start = time.perf_counter()
+        if self.mode.endswith("_compiled"):
+            torch.compiler.cudagraph_mark_step_begin()  # one training step per CUDA-graph generation
+        loss = self.loss_fn(tokens)
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.sync()
+        self.times.append(time.perf_counter() - start)
+        self.losses.append(loss.item())
+
+    def result(self) -> dict:
+        warm = self.times[min(10, len(self.times) // 2):]
+        return {"losses": self.losses, "step_ms": statistics.median(warm) * 1e3,
+                "loss_first_last": [self.losses[0], self.losses[-1]]}
+
+
 def train(mode: str, steps: int, cfg: Config = Config(), seed: int = 0, device="cuda",
           mirror: types.SimpleNamespace | None = None) -> dict:
     """Trains from the same seed in ``mode``; returns losses and step times."""
-    torch.manual_seed(seed)
-    model = TinyTransformer(cfg).to(device)
-    ops = {"torch": TORCH_OPS, "torch_compiled": TORCH_OPS, "tile": ops_of(torch.ops.tile),
-           "tile_compiled": ops_of(torch.ops.tile)}.get(mode)
-    if mode == "triton_op":
-        ops = ops_of(mirror or triton_op_mirror())
-    if ops is None:
-        raise ValueError(f"unknown mode {mode!r}")
-    loss_fn = lambda tokens: model.loss(tokens, ops)  # noqa: E731
-    if mode.endswith("_compiled"):
-        loss_fn = torch.compile(loss_fn, mode="reduce-overhead", fullgraph=True)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, fused=True)
-    data = torch.Generator(device=device).manual_seed(seed + 1)
-    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
-    losses, times = [], []
+    return train_interleaved([mode], steps, cfg, seed, device, mirror)[mode]
+
+
+def train_interleaved(modes, steps: int, cfg: Config = Config(), seed: int = 0, device="cuda",
+                      mirror: types.SimpleNamespace | None = None) -> dict:
+    """Trains every mode from the same seed, one step of each in turn, so that
+    a slow spell of the machine hits all modes alike; returns each mode's
+    losses and median step time."""
+    trainers = {mode: Trainer(mode, cfg, seed, device, mirror) for mode in modes}
     for _ in range(steps):
-        tokens = progression_batch(cfg, data, device)
-        sync()
-        start = time.perf_counter()
-        loss = loss_fn(tokens)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        sync()
-        times.append(time.perf_counter() - start)
-        losses.append(loss.item())
-    warm = times[min(10, len(times) // 2):]
-    return {"losses": losses, "step_ms": statistics.median(warm) * 1e3, "loss_first_last": [losses[0], losses[-1]]}
+        for trainer in trainers.values():
+            trainer.step()
+    return {mode: t.result() for mode, t in trainers.items()}
 
 
 def agreement(losses: list, reference: list) -> float:
@@ -212,7 +240,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("train_tiny_transformer: needs a CUDA GPU")
         return 0
-    results = {mode: train(mode, args.steps) for mode in args.modes}
+    results = train_interleaved(args.modes, args.steps)
     reference = results.get("torch", {}).get("losses")
     for mode, r in results.items():
         line = f"{mode:15s} step {r['step_ms']:7.2f} ms  loss {r['losses'][0]:.3f} -> {r['losses'][-1]:.3f}"
