@@ -20,7 +20,6 @@ launch_overhead.json and launch_overhead.png to --out.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -31,6 +30,8 @@ import triton
 import torch_tile as tt
 from torch_tile import kernels as K
 from torch_tile.demo import host_seconds
+
+from _report import write
 
 N = 1024
 
@@ -126,28 +127,6 @@ def run(iters: int, repeats: int) -> dict:
     }
 
 
-def plot(result: dict, path: str) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    rows = result["host_us_per_call"]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    names = list(rows)[::-1]
-    values = [rows[n] for n in names]
-    bars = ax.barh(names, values, color=["#4c72b0" if "torch_tile" in n else "#999999" for n in names])
-    ax.bar_label(bars, labels=[f"{v:.2f} µs" for v in values], padding=3)
-    ax.set_xlabel("host µs per call (1K-element add)")
-    ax.set_title(f"Launch overhead on {result['device']}")
-    ax.set_xlim(0, max(values) * 1.25)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return True
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iters", type=int, default=5000)
@@ -167,10 +146,8 @@ def main() -> int:
         print(f"{name:34s} {value:8.2f}")
     for name, ok in result["targets_met"].items():
         print(f"target {name}: {'met' if ok else 'NOT met'}")
-    with open(os.path.join(args.out, "launch_overhead.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    if not plot(result, os.path.join(args.out, "launch_overhead.png")):
-        print("matplotlib not available: no PNG written")
+    write(args.out, "launch_overhead", result, result["host_us_per_call"], unit="µs",
+          xlabel="host µs per call (1K-element add)", title=f"Launch overhead on {result['device']}")
     return 0
 
 

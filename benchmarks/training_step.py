@@ -17,7 +17,6 @@ training_step.json and training_step.png to --out.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -29,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 from train_tiny_transformer import MODES, agreement, train, train_interleaved, triton_op_mirror  # noqa: E402
 
+from _report import write  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
 
 GRAPH_KERNELS = 256
@@ -90,28 +90,6 @@ def profile(mode: str, mirror, steps: int = 6) -> None:
     print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=25, max_name_column_width=60))
 
 
-def plot(result: dict, path: str) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    rows = result["step_ms"]
-    fig, ax = plt.subplots(figsize=(8, 3.2))
-    names = list(rows)[::-1]
-    bars = ax.barh(names, [rows[n] for n in names],
-                   color=["#4c72b0" if n.startswith("tile") else "#999999" for n in names])
-    ax.bar_label(bars, labels=[f"{rows[n]:.2f} ms" for n in names], padding=3)
-    ax.set_xlabel("ms per training step (median)")
-    ax.set_title(f"Tiny transformer training step on {result['device']}")
-    ax.set_xlim(0, max(rows.values()) * 1.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return True
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=60)
@@ -158,10 +136,8 @@ def main() -> int:
         print(f"target {name}: {'met' if ok else 'NOT met'}")
     for mode in args.profile:
         profile(mode, mirror)
-    with open(os.path.join(args.out, "training_step.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    if not plot(result, os.path.join(args.out, "training_step.png")):
-        print("matplotlib not available: no PNG written")
+    write(args.out, "training_step", result, step_ms, unit="ms", highlight="tile",
+          xlabel="ms per training step (median)", title=f"Tiny transformer training step on {result['device']}")
     return 0
 
 

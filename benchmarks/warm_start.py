@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from _report import write
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OP_SETS = {"one op": ["add"], "demo ops": ["add", "softmax", "layer_norm", "matmul"]}
 
@@ -88,28 +90,6 @@ def measure(repeats: int) -> dict:
             "torch_tile_warm_compiles": warm_compiles}
 
 
-def plot(result: dict, path: str) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    rows = result["ms"]
-    names = list(rows)[::-1]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    bars = ax.barh(names, [rows[n] for n in names],
-                   color=["#4c72b0" if n.startswith("torch_tile") else "#999999" for n in names])
-    ax.bar_label(bars, labels=[f"{rows[n]:.0f} ms" for n in names], padding=3)
-    ax.set_xscale("log")
-    ax.set_xlabel("ms to first result in a fresh process (log scale)")
-    ax.set_title(f"Warm start on {result['device']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return True
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -137,10 +117,8 @@ def main() -> int:
         print(f"{name:32s} {value:9.1f} ms")
     for name, ok in result["targets_met"].items():
         print(f"target {name}: {'met' if ok else 'NOT met'}")
-    with open(os.path.join(args.out, "warm_start.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    if not plot(result, os.path.join(args.out, "warm_start.png")):
-        print("matplotlib not available: no PNG written")
+    write(args.out, "warm_start", result, ms, unit="ms", digits=1, log=True,
+          xlabel="ms to first result in a fresh process (log scale)", title=f"Warm start on {result['device']}")
     return 0
 
 

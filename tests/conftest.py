@@ -1,13 +1,16 @@
 """Shared pytest configuration: GPU tests skip on machines without CUDA; the
 whole session uses a fresh torch_tile disk cache (never the user's)."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
 import torch
 
 os.environ["TORCH_TILE_CACHE_DIR"] = tempfile.mkdtemp(prefix="torch_tile_test_cache_")
+atexit.register(shutil.rmtree, os.environ["TORCH_TILE_CACHE_DIR"], ignore_errors=True)
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 requires_two_gpus = pytest.mark.skipif(

@@ -5,13 +5,13 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/variable.h>
-#include <torch/library.h>
 
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
 
 #include "../runtime/error.h"
+#include "op_library.h"
 
 namespace torch_tile {
 namespace {
@@ -85,11 +85,10 @@ class InplaceKernel final : public c10::OperatorKernel {
 struct Registry {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<AutogradState>> states;
-  std::vector<std::unique_ptr<torch::Library>> libraries;
 };
 
 Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: the dispatcher outlives static teardown
+  static Registry* r = new Registry();  // never destroyed: kernels may run during static teardown
   return *r;
 }
 
@@ -97,24 +96,20 @@ Registry& registry() {
 
 void register_autograd_kernels(const std::string& qualname, std::vector<int> mutated_args,
                                std::shared_ptr<DifferentiableCall> differentiable) {
-  const size_t sep = qualname.find("::");
-  if (sep == std::string::npos) fail(ErrorKind::Value, "op name must be 'namespace::name', got '" + qualname + "'");
-  const std::string ns = qualname.substr(0, sep);
-  const std::string name = qualname.substr(sep + 2);
   auto state = std::make_shared<AutogradState>();
   state->qualname = qualname;
   state->mutated_args = std::move(mutated_args);
   state->set(std::move(differentiable));
+  with_impl_library(qualname, std::nullopt, [&](torch::Library& lib, const char* name) {
+    lib.impl(name, c10::DispatchKey::Autograd,
+             torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(state)));
+    if (!state->mutated_args.empty()) {
+      lib.impl(name, c10::DispatchKey::ADInplaceOrView,
+               torch::CppFunction::makeFromBoxedFunctor(std::make_unique<InplaceKernel>(state)));
+    }
+  });
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, std::nullopt, __FILE__, __LINE__);
-  lib->impl(name.c_str(), c10::DispatchKey::Autograd,
-            torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(state)));
-  if (!state->mutated_args.empty()) {
-    lib->impl(name.c_str(), c10::DispatchKey::ADInplaceOrView,
-              torch::CppFunction::makeFromBoxedFunctor(std::make_unique<InplaceKernel>(state)));
-  }
-  r.libraries.push_back(std::move(lib));
   r.states[qualname] = std::move(state);
 }
 

@@ -12,6 +12,7 @@
 #include "../runtime/plan_executor.h"
 #include "dtype_map.h"
 #include "error_translation.h"
+#include "op_library.h"
 #include "torch_launch_host.h"
 
 namespace torch_tile {
@@ -31,11 +32,10 @@ class TileOpKernel final : public c10::OperatorKernel {
 struct Registry {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<TileOp>> ops;
-  std::vector<std::unique_ptr<torch::Library>> libraries;
 };
 
 Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: the dispatcher outlives static teardown
+  static Registry* r = new Registry();  // never destroyed: kernels may run during static teardown
   return *r;
 }
 
@@ -146,20 +146,12 @@ void TileOp::call(torch::jit::Stack& stack, PreparedLaunch* last) {
 }
 
 void register_tile_op(std::shared_ptr<TileOp> op, const std::string& dispatch_key) {
-  const std::string& qualname = op->qualname();
-  const size_t sep = qualname.find("::");
-  if (sep == std::string::npos) {
-    fail(ErrorKind::Value, "op name must be 'namespace::name', got '" + qualname + "'");
-  }
-  const std::string ns = qualname.substr(0, sep);
-  const std::string name = qualname.substr(sep + 2);
+  with_impl_library(op->qualname(), c10::parseDispatchKey(dispatch_key), [&](torch::Library& lib, const char* name) {
+    lib.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<TileOpKernel>(op)));
+  });
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns,
-                                              c10::parseDispatchKey(dispatch_key), __FILE__, __LINE__);
-  lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<TileOpKernel>(op)));
-  r.libraries.push_back(std::move(lib));
-  r.ops[qualname] = std::move(op);
+  r.ops[op->qualname()] = std::move(op);
 }
 
 std::shared_ptr<TileOp> find_tile_op(const std::string& qualname) {

@@ -1,0 +1,42 @@
+"""What every benchmark writes: its result as JSON and its rows as a PNG bar chart."""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def bar_chart(rows: dict, path: str, *, xlabel: str, title: str, unit: str, digits: int = 2,
+              highlight: str = "torch_tile", log: bool = False) -> bool:
+    """Horizontal bars, one per row (rows containing ``highlight`` in blue);
+    False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    names = list(rows)[::-1]
+    values = [rows[n] for n in names]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1.2))
+    bars = ax.barh(names, values, color=["#4c72b0" if highlight in n else "#999999" for n in names])
+    ax.bar_label(bars, labels=[f"{v:.{digits}f} {unit}" for v in values], padding=3)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    if log:
+        ax.set_xscale("log")
+    else:
+        ax.set_xlim(0, max(values) * 1.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def write(out_dir: str, name: str, result: dict, rows: dict, **chart) -> None:
+    """``<name>.json`` (the whole result) and ``<name>.png`` (the rows) in ``out_dir``."""
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump(result, f, indent=2)
+    if not bar_chart(rows, os.path.join(out_dir, name + ".png"), **chart):
+        print("matplotlib not available: no PNG written")
