@@ -1,16 +1,18 @@
 """CPU tests: fake/meta tensors, torch.compile and torch.library.opcheck.
 
-The fake (Meta) implementation runs an op's body on fake tensors with launches
-skipped; that is what lets torch.compile see the output shapes without a
-graph break. Everything here runs on a machine without a GPU: compiled graphs
+The fake (Meta) implementation traces the op's body on the call's size hints
+and evaluates the plan's output shapes on the (possibly symbolic) sizes; that
+is what lets torch.compile see the output shapes without a graph break. Everything here runs on a machine without a GPU: compiled graphs
 use the ``aot_eager`` backend, whose eager execution calls the CPU path.
 """
 
 import pytest
 import torch
+import triton
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
-from torch_tile import kernels  # noqa: F401  (registers torch.ops.tile.*)
+import torch_tile as tt
+from torch_tile import kernels  # registers torch.ops.tile.*
 
 from conftest import requires_interpreter_scalar_loops
 
@@ -208,3 +210,19 @@ def _opcheck_cases():
 @pytest.mark.parametrize("op, args", _opcheck_cases())
 def test_opcheck(op, args):
     torch.library.opcheck(op, args, test_utils=OPCHECK_UTILS)
+
+
+@tt.op("tile_test_fake::doubled_cuda")
+def doubled_cuda(x: torch.Tensor) -> torch.Tensor:
+    """A body that names its device ("cuda") instead of taking x.device."""
+    out = torch.empty(x.shape[0] * 2, device="cuda")
+    n = x.numel()
+    kernels.add_kernel[(triton.cdiv(n, 1024),)](x, x, out, n, BLOCK=1024)
+    return out
+
+
+def test_fake_cuda_tensors_keep_their_device_in_the_body():
+    # The fake implementation traces meta stand-ins, but the body sees the tensors' real device.
+    with FakeTensorMode():
+        y = torch.ops.tile_test_fake.doubled_cuda(torch.empty(7, device="cuda"))
+    assert y.shape == (14,) and y.device.type == "cuda"

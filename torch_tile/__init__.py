@@ -19,8 +19,9 @@ from ._version import __version__
 
 def runtime_counters() -> dict:
     """Slow-path counters of the C++ runtime: ``traces`` (plans traced),
-    ``compiles`` (variants compiled), ``host_entries`` (times C++ called into
-    Python: traces + compiles), ``map_lookups`` (inline-cache misses)."""
+    ``compiles`` (variants compiled or loaded from the disk cache),
+    ``host_entries`` (times C++ called into Python: traces, compiles, and calls
+    that need a gradient), ``map_lookups`` (inline-cache misses)."""
     return dict(_C.counters())
 
 

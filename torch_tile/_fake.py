@@ -54,13 +54,13 @@ def fake_call(op: "TileOp", args: tuple):
     if not _all_hinted(args):
         with launch_mode(SkipLaunches()):
             return op.fn(*args)
-    plan = op.trace(*[_hinted(a) for a in args])
+    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    plan = op.trace(*[_hinted(a) for a in args], device=device)
     tensors = list(args)  # inputs by argument index, then outputs by slot
     for code in plan["shape_guards"]:
         # Holds for the hints by construction; on SymInts, bool() installs the guard.
         if not bool(evaluate(code, tensors, args)):
             raise AssertionError(f"{op.qualname}: a traced guard does not hold for the call that traced it")
-    device = next(a.device for a in args if isinstance(a, torch.Tensor))
     for alloc in plan["allocs"]:
         if alloc["kind"] == ALLOC_EMPTY_LIKE:
             out = torch.empty_like(tensors[alloc["like"]], dtype=alloc["dtype"])

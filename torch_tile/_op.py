@@ -137,9 +137,10 @@ class TileOp:
             self._written[config] = written
         return self._written[config]
 
-    def trace(self, *args) -> dict:
-        """The launch plan for these arguments (what the C++ runtime receives)."""
-        return Tracer(self, args).run()
+    def trace(self, *args, device: Optional[torch.device] = None) -> dict:
+        """The launch plan for these arguments (what the C++ runtime receives);
+        ``device`` overrides the device the body sees (default: the tensors')."""
+        return Tracer(self, args, device).run()
 
     # Called by C++ (GIL held) when no plan matches.
     def _trace(self, args: tuple) -> dict:

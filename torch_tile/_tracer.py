@@ -293,7 +293,10 @@ class _SymbolicTritonHelpers:
 class Tracer(GuardSink, LaunchMode):
     """Runs an op body once on stand-ins and returns its launch plan."""
 
-    def __init__(self, op: "TileOp", args: tuple):
+    def __init__(self, op: "TileOp", args: tuple, device: Optional[torch.device] = None):
+        """``device``: the device the stand-ins report (default: the first
+        tensor argument's); the fake implementation traces meta stand-ins of
+        tensors that live elsewhere."""
         self.op = op
         self.num_args = len(args)
         self.guards: dict[tuple[int, ...], str] = {}
@@ -306,6 +309,8 @@ class Tracer(GuardSink, LaunchMode):
         self._writes: list[tuple[Any, dict, dict]] = []  # (kernel, step, bound arguments) per launch
         self.device: Optional[torch.device] = None
         self.stand_ins = [self._stand_in(i, a) for i, a in enumerate(args)]
+        if device is not None:
+            self.device = device
         if self.device is None:
             raise TraceError(f"{op.qualname}: the op needs at least one tensor argument")
 
