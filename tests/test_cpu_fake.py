@@ -2,8 +2,9 @@
 
 The fake (Meta) implementation traces the op's body on the call's size hints
 and evaluates the plan's output shapes on the (possibly symbolic) sizes; that
-is what lets torch.compile see the output shapes without a graph break. Everything here runs on a machine without a GPU: compiled graphs
-use the ``aot_eager`` backend, whose eager execution calls the CPU path.
+is what lets torch.compile see the output shapes without a graph break.
+Everything here runs on a machine without a GPU: compiled graphs use the
+``aot_eager`` backend, whose eager execution calls the CPU path.
 """
 
 import pytest

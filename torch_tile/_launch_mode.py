@@ -13,13 +13,15 @@ import contextlib
 import threading
 from typing import Any, Iterator, Optional
 
+from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
 
 class LaunchMode:
-    """Handles ``kernel[grid](*args, **kwargs)`` inside an op body."""
+    """Handles ``kernel[grid](*args, **kwargs)`` inside an op body (``kernel``:
+    a ``@triton.jit`` function or a ``@triton.autotune`` over one)."""
 
-    def launch(self, kernel: JITFunction, grid: Any, args: tuple, kwargs: dict) -> Any:
+    def launch(self, kernel: JITFunction | Autotuner, grid: Any, args: tuple, kwargs: dict) -> Any:
         raise NotImplementedError
 
 
@@ -33,14 +35,22 @@ class SkipLaunches(LaunchMode):
 _local = threading.local()
 _patch_lock = threading.Lock()
 _patch_depth = 0
-_original_run = JITFunction.run
+_original_runs = {JITFunction: JITFunction.run, Autotuner: Autotuner.run}
 
 
-def _routed_run(self, *args, grid, warmup, **kwargs):
-    mode: Optional[LaunchMode] = getattr(_local, "mode", None)
-    if mode is None or warmup:
-        return _original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
-    return mode.launch(self, grid, args, kwargs)
+def _router(cls):
+    original = _original_runs[cls]
+
+    def routed_run(self, *args, grid, warmup=False, **kwargs):
+        mode: Optional[LaunchMode] = getattr(_local, "mode", None)
+        if mode is None or warmup:
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        return mode.launch(self, grid, args, kwargs)
+
+    return routed_run
+
+
+_routed_runs = {cls: _router(cls) for cls in _original_runs}
 
 
 @contextlib.contextmanager
@@ -49,7 +59,8 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
     global _patch_depth
     with _patch_lock:
         if _patch_depth == 0:
-            JITFunction.run = _routed_run
+            for cls, run in _routed_runs.items():
+                cls.run = run
         _patch_depth += 1
     previous = getattr(_local, "mode", None)
     _local.mode = mode
@@ -60,4 +71,16 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
         with _patch_lock:
             _patch_depth -= 1
             if _patch_depth == 0:
-                JITFunction.run = _original_run
+                for cls, run in _original_runs.items():
+                    cls.run = run
+
+
+@contextlib.contextmanager
+def direct_launches() -> Iterator[None]:
+    """Launches made inside run on the GPU as usual (autotuning's timing runs during a trace)."""
+    previous = getattr(_local, "mode", None)
+    _local.mode = None
+    try:
+        yield
+    finally:
+        _local.mode = previous

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 import triton
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
+from triton.runtime.autotuner import Autotuner
 
 from . import _expr
 from ._expr import GuardSink, Op, SymbolicInt
-from ._launch_mode import LaunchMode, launch_mode
+from ._launch_mode import LaunchMode, direct_launches, launch_mode
 
 if TYPE_CHECKING:
     from ._op import TileOp
@@ -299,6 +300,7 @@ class Tracer(GuardSink, LaunchMode):
         tensors that live elsewhere."""
         self.op = op
         self.num_args = len(args)
+        self._args = args  # the call's real values: autotuning times configs on them
         self.guards: dict[tuple[int, ...], str] = {}
         self._allocs_before: dict[tuple[int, ...], int] = {}  # guard -> allocations made before it
         # Guards from int() conversions, with the body instruction that made them.
@@ -447,10 +449,57 @@ class Tracer(GuardSink, LaunchMode):
         from ._triton_frontend import record_launch
 
         self._parse_candidates.clear()
+        if isinstance(kernel, Autotuner):
+            kernel, kwargs = self._autotuned(kernel, grid, args, kwargs)
         step, arguments = record_launch(self, kernel, grid, args, kwargs)
         self.launches.append(step)
         self._writes.append((kernel, step, arguments))
         return None
+
+    def _autotuned(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
+        """The @triton.jit kernel under ``tuner`` and the launch kwargs with the
+        config chosen for this call's tuning key (see _autotune.py)."""
+        from . import _autotune
+
+        jit = _autotune.base_kernel(tuner, self.error)
+        named = {**dict(zip(jit.arg_names, args)), **{k: v for k, v in kwargs.items() if k in jit.arg_names}}
+        measure = self._measure(tuner, grid, args, kwargs) if self._can_measure() else None
+        config = _autotune.choose(tuner, named, kwargs, self.device, measure, self.error)
+        if config.pre_hook is not None:
+            raise self.error(f"autotune config {config} of {jit.fn.__name__} has a pre_hook, which a launch plan "
+                             "cannot hold; use reset_to_zero/restore_value or allocate zeroed outputs")
+        return jit, {**kwargs, **config.all_kwargs()}
+
+    def _can_measure(self) -> bool:
+        """Timing needs the call's real CUDA tensors (not fake, meta or CPU ones)."""
+        from torch._subclasses.fake_tensor import is_fake
+
+        tensors = [a for a in self._args if isinstance(a, torch.Tensor)]
+        return self.device.type == "cuda" and all(t.device.type == "cuda" and not is_fake(t) for t in tensors)
+
+    def _measure(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
+        """Times configs on the call's real inputs (cloned where written) and
+        temporary outputs, outside the tracing modes."""
+        from . import _autotune
+
+        def real(value):
+            if isinstance(value, TensorProxy):
+                if value._slot < self.num_args:
+                    return self._args[value._slot]
+                m = value._meta
+                return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
+            return _autotune._concrete(value)
+
+        def measure(configs):
+            with direct_launches(), _pop_mode_temporarily():
+                real_args = [real(a) for a in args]
+                real_kwargs = {k: real(v) for k, v in kwargs.items()}
+                inputs = {n for n, a in zip(tuner.fn.arg_names, args)
+                          if isinstance(a, TensorProxy) and a._slot < self.num_args}
+                concrete_grid = grid if callable(grid) else tuple(_autotune._concrete(g) for g in grid)
+                return _autotune.measure_with(tuner, concrete_grid, real_args, real_kwargs, inputs)(configs)
+
+        return measure
 
     # -- the whole trace ---------------------------------------------------------------------------------
     def run(self) -> dict:

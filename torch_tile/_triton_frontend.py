@@ -17,6 +17,7 @@ import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
+from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction, create_function_from_signature
 
 from . import _C, _disk_cache
@@ -101,7 +102,8 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[dict
     step; also returns the kernel's bound arguments (stand-ins) by parameter."""
     site = body_location(tracer.op.fn)
     if not isinstance(kernel, JITFunction):
-        raise tracer.error(f"only @triton.jit kernels can be launched in an op body, got {type(kernel).__name__}")
+        raise tracer.error(f"only @triton.jit kernels (or @triton.autotune over one) can be launched in an op body, "
+                           f"got {type(kernel).__name__}")
     param_names = [p.name for p in kernel.params]
     options = {k: v for k, v in kwargs.items() if k not in param_names}
     bad = _RESERVED_OPTIONS.intersection(options)
@@ -394,6 +396,14 @@ class InterpretLaunches(LaunchMode):
             # the scope below already covers triton.language and its core.
             return self._interpreted_fn(jit_fn.fn).rewrite()(*a, **kw)
 
+        if isinstance(kernel, Autotuner):  # no timing on CPU: the first config left after pruning
+            from ._autotune import base_kernel, choose
+
+            jit = base_kernel(kernel, NotImplementedError)
+            named = {**dict(zip(jit.arg_names, args)), **{k: v for k, v in kwargs.items() if k in jit.arg_names}}
+            kwargs = {**kwargs, **choose(kernel, named, kwargs, torch.device("cpu"), None, NotImplementedError)
+                      .all_kwargs()}
+            kernel = jit
         for value in list(args) + list(kwargs.values()):
             if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
                 raise NotImplementedError(

@@ -1,0 +1,89 @@
+"""GPU tests of @triton.autotune kernels in op bodies (issue 5, item 3): real
+timing on the first call of a key, the choice reused natively and by a fresh
+process (disk), arguments the kernel writes left as if it ran once, and a clear
+error for a new key during CUDA-graph capture. Device machine only."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import torch_tile as tt
+from torch_tile import _autotune
+
+from conftest import requires_cuda
+
+pytestmark = requires_cuda
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = [triton.Config({"BLOCK": 128}, num_warps=4), triton.Config({"BLOCK": 1024}, num_warps=4),
+           triton.Config({"BLOCK": 4096}, num_warps=8)]
+
+
+@triton.autotune(configs=CONFIGS, key=["n"])
+@triton.jit
+def tuned_axpy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 2.0 * tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@tt.op("tile_gpu_autotune::axpy_", mutates_args=("x",))
+def axpy_(x: torch.Tensor, y: torch.Tensor) -> None:
+    """x += 2 y, in place, with an autotuned block size."""
+    n = x.numel()
+    tuned_axpy_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n)
+
+
+def test_first_call_times_configs_and_the_write_happens_once():
+    x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
+    want = x + 2 * y
+    before = _autotune.benchmarks_run
+    axpy_(x, y)  # timing runs work on clones: x is written once
+    torch.testing.assert_close(x, want)
+    assert _autotune.benchmarks_run == before + 1
+    traces = tt.runtime_counters()["traces"]
+    axpy_(x, y)
+    torch.testing.assert_close(x, want + 2 * y)
+    assert _autotune.benchmarks_run == before + 1 and tt.runtime_counters()["traces"] == traces
+
+
+FRESH = textwrap.dedent("""
+    import json, torch
+    from torch_tile import _autotune
+    import test_gpu_autotune as t
+    x, y = torch.randn(1 << 18, device="cuda"), torch.randn(1 << 18, device="cuda")
+    want = x + 2 * y
+    t.axpy_(x, y)
+    print(json.dumps({"ok": bool(torch.allclose(x, want)), "benchmarks": _autotune.benchmarks_run}))
+""")
+
+
+def test_a_fresh_process_reuses_the_choice(tmp_path):
+    env = {**os.environ, "TORCH_TILE_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join([ROOT, f"{ROOT}/tests"])}
+    runs = [subprocess.run([sys.executable, "-c", FRESH], env=env, capture_output=True, text=True, timeout=600)
+            for _ in range(2)]
+    results = [json.loads(r.stdout.strip().splitlines()[-1]) for r in runs]
+    assert all(r["ok"] for r in results), [r.stderr for r in runs]
+    assert [r["benchmarks"] for r in results] == [1, 0]
+
+
+def test_new_key_during_capture_is_a_clear_error():
+    x, y = torch.randn(12345, device="cuda"), torch.randn(12345, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(Exception, match="during CUDA-graph capture.*before capturing"):
+        with torch.cuda.graph(g):
+            axpy_(x, y)
+    axpy_(x, y)  # warm: now capture works and replays
+    want = x + 2 * y
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        axpy_(x, y)
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(x, want)
