@@ -20,40 +20,30 @@ CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 12
            triton.Config({"BLOCK": 256}, num_warps=8)]
 
 
-@triton.autotune(configs=CONFIGS, key=["n"])
 @triton.jit
-def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-@tt.op(f"{NS}::add")
-def tuned_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    n = x.numel()
-    tuned_add_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
-    return out
 
 
 def _skip_block_64(configs, named_args, **kwargs):
     return [c for c in configs if c.kwargs["BLOCK"] != 64]
 
 
-@triton.autotune(configs=CONFIGS, key=["n"], prune_configs_by={"early_config_prune": _skip_block_64})
-@triton.jit
-def pruned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+def _add_op(name, tuned_kernel):
+    def body(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        n = x.numel()
+        tuned_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+        return out
+
+    return tt.op(f"{NS}::{name}", body)
 
 
-@tt.op(f"{NS}::pruned_add")
-def pruned_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    n = x.numel()
-    pruned_add_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
-    return out
+tuned_add = _add_op("add", triton.autotune(configs=CONFIGS, key=["n"])(add_kernel))
+pruned_add = _add_op("pruned_add", triton.autotune(configs=CONFIGS, key=["n"],
+                                                   prune_configs_by={"early_config_prune": _skip_block_64})(add_kernel))
 
 
 @pytest.fixture

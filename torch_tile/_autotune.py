@@ -95,11 +95,11 @@ def capturing() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
 
-def _cache_key(tuner: Autotuner, key: tuple, device: torch.device) -> str:
+def _cache_key(tuner: Autotuner, configs: list[triton.Config], key: tuple, device: torch.device) -> str:
+    """As Triton's own autotune cache: the kernel, the configs left after pruning, the key; plus the device."""
     jit = tuner.fn
     return _disk_cache.content_key("autotune", __version__, "triton", triton.__version__, jit.cache_key,
-                                   [_config_text(c) for c in tuner.configs], [repr(k) for k in key],
-                                   device_name(device))
+                                   [_config_text(c) for c in configs], [repr(k) for k in key], device_name(device))
 
 
 def choose(tuner: Autotuner, named: dict[str, Any], kwargs: dict, device: torch.device,
@@ -112,7 +112,7 @@ def choose(tuner: Autotuner, named: dict[str, Any], kwargs: dict, device: torch.
     configs = candidates(tuner, named, kwargs)
     if len(configs) == 1 or measure is None:
         return configs[0]
-    cache_key = _cache_key(tuner, key, device)
+    cache_key = _cache_key(tuner, configs, key, device)
     index = _chosen.get(cache_key)
     if index is None:
         hit = _disk_cache.active().load(cache_key)
