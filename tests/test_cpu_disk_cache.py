@@ -229,6 +229,11 @@ def test_least_recently_used_entries_are_evicted(tmp_path):
             os.utime(c._path(keys[0]), (1002.5, 1002.5))
     assert c.info()["bytes"] <= 3 * 1200
     assert {k for k in keys if os.path.exists(c._path(k))} == {keys[0], keys[3], keys[4]}
+    with c.writer_lock(keys[0]):  # a lock file next to an entry goes with it
+        pass
+    c.max_bytes = 0
+    c.evict()
+    assert c.entries() == [] and not any(n.endswith(".lock") for _, _, fs in os.walk(c.directory) for n in fs)
 
 
 def test_cli_info_and_clear(cache):

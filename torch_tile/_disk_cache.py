@@ -209,6 +209,8 @@ class DiskCache:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
                 removed += 1
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path[: -len(ENTRY_SUFFIX)] + ".lock")
             total -= size
         return removed
 
