@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import torch
 
-_LOGGER = "torch._higher_order_ops.triton_kernel_wrap"
+_LOGGER = "torch._dynamo"  # where torch's analysis logs, if the module does not say
 
 
 class _CompileOnlyDriver:
@@ -45,7 +45,8 @@ def _analysis_target():
 
 class _FallbackSeen(logging.Filter):
     """torch's analysis logs and assumes "every input is mutated" when it
-    cannot analyse a kernel; that answer must not be taken as the truth."""
+    cannot analyse a kernel (e.g. impure inline asm such as PDL's
+    griddepcontrol); that answer must not be taken as the truth."""
 
     def __init__(self):
         super().__init__()
@@ -78,7 +79,12 @@ def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[
 
     kwargs = {name: _concrete(v) for name, v in arguments.items()}
     seen = _FallbackSeen()
-    logger = logging.getLogger(_LOGGER)
+    # The module logs its fallback on its own logger (torch._dynamo in current
+    # torch); make sure the warning is emitted so that the filter sees (and drops) it.
+    logger = getattr(wrap, "log", None) or logging.getLogger(_LOGGER)
+    level = logger.level
+    if not logger.isEnabledFor(logging.WARNING):
+        logger.setLevel(logging.WARNING)
     logger.addFilter(seen)
     try:
         with _analysis_target():
@@ -91,6 +97,7 @@ def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[
         return None
     finally:
         logger.removeFilter(seen)
+        logger.setLevel(level)
     if seen.seen:
         return None
     return frozenset(n for n in names if isinstance(kwargs.get(n), torch.Tensor))
