@@ -33,6 +33,7 @@ from triton.runtime.jit import JITFunction
 
 from . import _disk_cache
 from ._expr import SymbolicInt
+from ._tracer import concrete
 from ._version import __version__
 
 _chosen: dict[str, int] = {}  # disk-cache key -> config index, this process
@@ -47,16 +48,6 @@ def base_kernel(tuner: Autotuner, error: Callable[[str], Exception]) -> JITFunct
         raise error(f"@triton.autotune over {type(fn).__name__} (e.g. @triton.heuristics) is not supported in op "
                     "bodies; put the autotuner directly on the @triton.jit kernel")
     return fn
-
-
-def _concrete(value: Any) -> Any:
-    from ._tracer import SymbolicFloat
-
-    if isinstance(value, SymbolicInt):
-        return value.value
-    if isinstance(value, SymbolicFloat):
-        return value.value
-    return value
 
 
 def _config_text(config: triton.Config) -> str:
@@ -79,9 +70,9 @@ def candidates(tuner: Autotuner, named: dict[str, Any], kwargs: dict) -> list[tr
     """The configs left after the kernel's ``prune_configs_by`` (Triton's own pruning)."""
     if len(tuner.configs) == 1:
         return list(tuner.configs)
-    tuner.nargs = {k: _concrete(v) for k, v in named.items()}
+    tuner.nargs = {k: concrete(v) for k, v in named.items()}
     try:
-        return list(tuner.prune_configs({k: _concrete(v) for k, v in kwargs.items()}))
+        return list(tuner.prune_configs({k: concrete(v) for k, v in kwargs.items()}))
     finally:
         tuner.nargs = None
 

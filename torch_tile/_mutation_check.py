@@ -60,16 +60,11 @@ class _FallbackSeen(logging.Filter):
 
 
 def _concrete(value: Any) -> Any:
-    from ._tracer import SymbolicFloat, TensorProxy
-    from ._expr import SymbolicInt
+    from ._tracer import TensorProxy, concrete
 
     if isinstance(value, TensorProxy):
         return torch.empty(16, dtype=value.dtype)  # only dtype and (aligned) address matter
-    if isinstance(value, SymbolicInt):
-        return bool(value.value) if value.is_bool else value.value
-    if isinstance(value, SymbolicFloat):
-        return value.value
-    return value
+    return concrete(value)
 
 
 def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[str]]:

@@ -99,6 +99,17 @@ class SymbolicFloat:
         return f"SymbolicFloat({self.name} = {self.value})"
 
 
+def concrete(value: Any) -> Any:
+    """The Python value behind a scalar stand-in, read without a guard (bool
+    arguments stay bools, so Triton specialises them as it would for the
+    caller); anything else unchanged."""
+    if isinstance(value, SymbolicInt):
+        return bool(value.value) if value.is_bool else value.value
+    if isinstance(value, SymbolicFloat):
+        return value.value
+    return value
+
+
 def contiguous_strides(sizes) -> tuple[int, ...]:
     strides, expected = [], 1
     for s in reversed(sizes):
@@ -423,16 +434,16 @@ class Tracer(GuardSink, LaunchMode):
 
     def _alloc(self, size: list, dtype: torch.dtype, zero: bool) -> TensorProxy:
         shape = []
-        concrete = []
+        values = []
         for s in size:
             if not isinstance(s, (int, SymbolicInt)) or isinstance(s, bool):
                 raise self.error(f"allocation size {s!r} is not an int")
             shape.append(_expr.encode_int(s, self))
-            concrete.append(s.value if isinstance(s, SymbolicInt) else s)
-        if any(c < 0 for c in concrete):
-            raise self.error(f"negative allocation size {concrete}")
+            values.append(s.value if isinstance(s, SymbolicInt) else s)
+        if any(c < 0 for c in values):
+            raise self.error(f"negative allocation size {values}")
         self.allocs.append({"kind": ALLOC_EMPTY, "shape": shape, "like": -1, "dtype": dtype, "zero": zero})
-        return self._new_output(TensorMeta(concrete, contiguous_strides(concrete), dtype))
+        return self._new_output(TensorMeta(values, contiguous_strides(values), dtype))
 
     def _alloc_like(self, src, dtype: torch.dtype, zero: bool) -> TensorProxy:
         if not isinstance(src, TensorProxy):
@@ -488,7 +499,7 @@ class Tracer(GuardSink, LaunchMode):
                     return self._args[value._slot]
                 m = value._meta
                 return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
-            return _autotune._concrete(value)
+            return concrete(value)
 
         def measure(configs):
             with direct_launches(), _pop_mode_temporarily():
@@ -496,7 +507,7 @@ class Tracer(GuardSink, LaunchMode):
                 real_kwargs = {k: real(v) for k, v in kwargs.items()}
                 inputs = {n for n, a in zip(tuner.fn.arg_names, args)
                           if isinstance(a, TensorProxy) and a._slot < self.num_args}
-                concrete_grid = grid if callable(grid) else tuple(_autotune._concrete(g) for g in grid)
+                concrete_grid = grid if callable(grid) else tuple(concrete(g) for g in grid)
                 return _autotune.measure_with(tuner, concrete_grid, real_args, real_kwargs, inputs)(configs)
 
         return measure
