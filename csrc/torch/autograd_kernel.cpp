@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <mutex>
-#include <unordered_map>
 
 #include "../runtime/error.h"
 #include "op_library.h"
@@ -82,16 +81,6 @@ class InplaceKernel final : public c10::OperatorKernel {
   std::shared_ptr<AutogradState> state_;
 };
 
-struct Registry {
-  std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<AutogradState>> states;
-};
-
-Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: kernels may run during static teardown
-  return *r;
-}
-
 }  // namespace
 
 void register_autograd_kernels(const std::string& qualname, std::vector<int> mutated_args,
@@ -108,17 +97,13 @@ void register_autograd_kernels(const std::string& qualname, std::vector<int> mut
                torch::CppFunction::makeFromBoxedFunctor(std::make_unique<InplaceKernel>(state)));
     }
   });
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.states[qualname] = std::move(state);
+  OpTable<AutogradState>::instance().put(qualname, std::move(state));
 }
 
 void set_differentiable_call(const std::string& qualname, std::shared_ptr<DifferentiableCall> differentiable) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.states.find(qualname);
-  if (it == r.states.end()) fail(ErrorKind::Value, qualname + " is not a registered tile op");
-  it->second->set(std::move(differentiable));
+  const std::shared_ptr<AutogradState> state = OpTable<AutogradState>::instance().find(qualname);
+  if (!state) fail(ErrorKind::Value, qualname + " is not a registered tile op");
+  state->set(std::move(differentiable));
 }
 
 }  // namespace torch_tile

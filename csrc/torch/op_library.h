@@ -5,8 +5,11 @@
 
 #include <torch/library.h>
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace torch_tile {
 
@@ -28,5 +31,30 @@ void with_impl_library(const std::string& qualname, std::optional<c10::DispatchK
   const OpName op = split_op_name(qualname);
   add(new_impl_library(op.ns, key), op.name.c_str());
 }
+
+// Per-op state by qualname, one table per state type for the process (never
+// destroyed: kernels may run during static teardown). Thread-safe.
+template <class T>
+class OpTable {
+ public:
+  static OpTable& instance() {
+    static OpTable* table = new OpTable();
+    return *table;
+  }
+  void put(const std::string& qualname, std::shared_ptr<T> value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_[qualname] = std::move(value);
+  }
+  // The entry for `qualname`, or nullptr.
+  std::shared_ptr<T> find(const std::string& qualname) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(qualname);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<T>> entries_;
+};
 
 }  // namespace torch_tile

@@ -4,8 +4,6 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include <mutex>
-#include <unordered_map>
 
 #include "../runtime/counters.h"
 #include "../runtime/device_info.h"
@@ -28,16 +26,6 @@ class TileOpKernel final : public c10::OperatorKernel {
  private:
   std::shared_ptr<TileOp> op_;
 };
-
-struct Registry {
-  std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<TileOp>> ops;
-};
-
-Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: kernels may run during static teardown
-  return *r;
-}
 
 std::string argument_name(const TileOp& op, size_t i) {
   const auto handle = c10::Dispatcher::singleton().findSchema({op.qualname(), ""});
@@ -149,16 +137,9 @@ void register_tile_op(std::shared_ptr<TileOp> op, const std::string& dispatch_ke
   with_impl_library(op->qualname(), c10::parseDispatchKey(dispatch_key), [&](torch::Library& lib, const char* name) {
     lib.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<TileOpKernel>(op)));
   });
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.ops[op->qualname()] = std::move(op);
+  OpTable<TileOp>::instance().put(op->qualname(), op);
 }
 
-std::shared_ptr<TileOp> find_tile_op(const std::string& qualname) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.ops.find(qualname);
-  return it == r.ops.end() ? nullptr : it->second;
-}
+std::shared_ptr<TileOp> find_tile_op(const std::string& qualname) { return OpTable<TileOp>::instance().find(qualname); }
 
 }  // namespace torch_tile
