@@ -20,13 +20,15 @@ import argparse
 import os
 import statistics
 import sys
+import time
 
 import torch
 import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
-from train_tiny_transformer import MODES, agreement, train, train_interleaved, triton_op_mirror  # noqa: E402
+from train_tiny_transformer import (MODES, TORCH_OPS, Config, agreement, ops_of, train,  # noqa: E402
+                                    train_interleaved, triton_op_mirror)
 
 from _report import write  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
@@ -78,6 +80,56 @@ def graph_replay() -> dict:
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
+def _host_us(fn, iters: int = 300) -> float:
+    """µs per call of ``fn`` (synchronised at both ends, best of 5 rounds)."""
+    fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - start) / iters * 1e6)
+    return best
+
+
+def fused_op_costs(mirror, cfg: Config = Config()) -> dict:
+    """µs per call of each fused piece of the model at its training shape, per
+    implementation: forward without grad, forward with grad, forward+backward.
+    Explains the eager step table op by op."""
+    rows, dim = cfg.batch * cfg.seq, cfg.dim
+    scores = cfg.batch * cfg.heads * cfg.seq
+    impls = {"torch": TORCH_OPS, "tile": ops_of(torch.ops.tile), "triton_op": ops_of(mirror)}
+
+    def inputs():
+        return {
+            "rms_norm": (torch.randn(rows, dim, device="cuda"), torch.ones(dim, device="cuda")),
+            "softmax": (torch.randn(scores, cfg.seq, device="cuda"),),
+            "swiglu": (torch.randn(rows, cfg.hidden, device="cuda"), torch.randn(rows, cfg.hidden, device="cuda")),
+            "cross_entropy": (torch.randn(rows, cfg.vocab, device="cuda"),
+                              torch.randint(0, cfg.vocab, (rows,), device="cuda")),
+        }
+
+    costs: dict = {}
+    for impl, ops in impls.items():
+        for name, args in inputs().items():
+            fn = getattr(ops, name)
+            grads = tuple(a.detach().requires_grad_() if a.is_floating_point() else a for a in args)
+            out = fn(*grads)
+            seed = torch.ones_like(out)
+
+            def forward_backward(fn=fn, grads=grads, seed=seed):
+                fn(*grads).backward(seed)
+
+            costs[f"{name} {impl}"] = {
+                "forward_no_grad": _host_us(lambda fn=fn, args=args: fn(*args)),
+                "forward_grad": _host_us(lambda fn=fn, grads=grads: fn(*grads)),
+                "forward_backward": _host_us(forward_backward),
+            }
+    return costs
+
+
 def profile(mode: str, mirror, steps: int = 6) -> None:
     """Prints where a step's host and GPU time go in ``mode`` (torch.profiler)."""
     from torch.profiler import ProfilerActivity
@@ -105,6 +157,7 @@ def main() -> int:
     step_ms = {mode: r["step_ms"] for mode, r in runs.items()}
     replay = graph_replay()
     floor = replay["bare launches (floor)"]
+    op_costs = fused_op_costs(mirror)
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -114,6 +167,7 @@ def main() -> int:
         "max_abs_loss_diff_vs_torch": {m: agreement(r["losses"], runs["torch"]["losses"]) for m, r in runs.items()},
         "loss_first_last": {m: r["loss_first_last"] for m, r in runs.items()},
         "graph_replay_us_per_kernel": replay,
+        "fused_op_host_us": op_costs,
         "ratios": {
             "triton_op_over_tile_eager": step_ms["triton_op"] / step_ms["tile"],
             "tile_compiled_over_torch_compiled": step_ms["tile_compiled"] / step_ms["torch_compiled"],
@@ -130,6 +184,9 @@ def main() -> int:
         print(f"{mode:15s} {ms:8.2f} ms/step   max |loss - torch| {result['max_abs_loss_diff_vs_torch'][mode]:.2e}")
     for name, us in replay.items():
         print(f"graph replay, {name:22s} {us:6.3f} µs/kernel")
+    print(f"{'fused op, host µs per call':28s} {'fwd no grad':>12s} {'fwd grad':>10s} {'fwd+bwd':>10s}")
+    for name, c in op_costs.items():
+        print(f"{name:28s} {c['forward_no_grad']:12.1f} {c['forward_grad']:10.1f} {c['forward_backward']:10.1f}")
     for name, value in result["ratios"].items():
         print(f"{name:36s} {value:6.2f}")
     for name, ok in result["targets_met"].items():

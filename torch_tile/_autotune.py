@@ -164,7 +164,8 @@ def measure_with(tuner: Autotuner, grid: Any, args: list, kwargs: dict, written:
 
     def timed(config: triton.Config) -> float:
         meta = {**kwargs, **config.all_kwargs()}
-        launch_grid = grid({**named, **meta}) if callable(grid) else grid
+        # A grid lambda may close over the body's sizes: read them without guards.
+        launch_grid = tuple(concrete(g) for g in (grid({**named, **meta}) if callable(grid) else grid))
         saved = {n: named[n].clone() for n in tuner.restore_value if isinstance(named.get(n), torch.Tensor)}
 
         def run():

@@ -485,8 +485,11 @@ class Tracer(GuardSink, LaunchMode):
         """Timing needs the call's real CUDA tensors (not fake, meta or CPU ones)."""
         from torch._subclasses.fake_tensor import is_fake
 
-        tensors = [a for a in self._args if isinstance(a, torch.Tensor)]
-        return self.device.type == "cuda" and all(t.device.type == "cuda" and not is_fake(t) for t in tensors)
+        if self.device.type != "cuda":
+            return False
+        with _pop_mode_temporarily():  # the tracing mode would take .device for a body's torch call
+            tensors = [a for a in self._args if isinstance(a, torch.Tensor)]
+            return all(t.device.type == "cuda" and not is_fake(t) for t in tensors)
 
     def _measure(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
         """Times configs on the call's real inputs (cloned where written) and
@@ -507,8 +510,7 @@ class Tracer(GuardSink, LaunchMode):
                 real_kwargs = {k: real(v) for k, v in kwargs.items()}
                 inputs = {n for n, a in zip(tuner.fn.arg_names, args)
                           if isinstance(a, TensorProxy) and a._slot < self.num_args}
-                concrete_grid = grid if callable(grid) else tuple(concrete(g) for g in grid)
-                return _autotune.measure_with(tuner, concrete_grid, real_args, real_kwargs, inputs)(configs)
+                return _autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
 
         return measure
 
