@@ -23,7 +23,7 @@ def sources():
 
 setup(
     name="torch_tile",
-    version="0.1.0",
+    version="0.2.0",
     description="Tile kernels (Triton) as native PyTorch operators with a C++ launch path",
     license="Apache-2.0",
     packages=find_packages(include=["torch_tile", "torch_tile.*"]),

@@ -148,9 +148,9 @@ def test_fake_tensors_never_time(timed, monkeypatch):
     assert out.shape == (5000,) and timed.rounds == []
 
 
-def test_config_pre_hook_is_refused():
-    @triton.autotune(configs=[triton.Config({"BLOCK": 64}, pre_hook=lambda args: None),
-                              triton.Config({"BLOCK": 128})], key=["n"])
+def test_config_pre_hook_runs_at_trace_time_and_cannot_touch_tensors():
+    @triton.autotune(configs=[triton.Config({"BLOCK": 64}, pre_hook=lambda args: args["x_ptr"].zero_())],
+                     key=["n"])
     @triton.jit
     def hooked_kernel(x_ptr, n, BLOCK: tl.constexpr):
         pass
@@ -159,5 +159,5 @@ def test_config_pre_hook_is_refused():
     def hooked(x: torch.Tensor) -> None:
         hooked_kernel[(1,)](x, x.numel())
 
-    with pytest.raises(TraceError, match="pre_hook, which a launch plan cannot hold"):
+    with pytest.raises(TraceError, match="pre_hook of autotune config .* can only set launch arguments"):
         hooked.trace(torch.randn(8))

@@ -18,10 +18,16 @@ ones restored after); configs that fail to compile or exceed the device's
 resources are skipped and reported. It never tunes during CUDA-graph capture
 (it raises, telling the user to warm up) nor on fake, meta or CPU tensors
 (there the first surviving config is used and nothing is persisted).
+
+A config's ``pre_hook`` runs before each of its timing runs on the real
+arguments, and once more at trace time on the stand-ins: there it may set
+launch arguments such as tensor descriptors' block shapes (the pattern of
+Triton's TMA tutorials), which enter the plan; tensor work in it is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import warnings
 from typing import Any, Callable, Optional
@@ -30,6 +36,7 @@ import torch
 import triton
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import _disk_cache
 from ._expr import SymbolicInt
@@ -160,6 +167,8 @@ def measure_with(tuner: Autotuner, grid: Any, args: list, kwargs: dict, written:
     for i, name in enumerate(names[: len(real)]):
         if name in written and isinstance(real[i], torch.Tensor):
             real[i] = real[i].clone()
+        elif name in written and isinstance(real[i], TensorDescriptor):
+            real[i] = dataclasses.replace(real[i], base=real[i].base.clone())
     named = dict(zip(names, real))
 
     def timed(config: triton.Config) -> float:

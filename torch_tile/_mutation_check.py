@@ -36,10 +36,17 @@ def _analysis_target():
         return
     except RuntimeError:  # no active driver: no GPU here
         pass
+    # torch lays out host tensor descriptors' TTIR parameters only when it
+    # believes the device has TMA; the sm_90 target here does.
+    import torch.utils._triton as torch_triton
+
+    supports_descriptors = torch_triton.has_triton_tensor_descriptor_host_tma
     driver.set_active(_CompileOnlyDriver())
+    torch_triton.has_triton_tensor_descriptor_host_tma = lambda: True
     try:
         yield
     finally:
+        torch_triton.has_triton_tensor_descriptor_host_tma = supports_descriptors
         driver.set_active(None)  # back to "no driver yet" (reset_active() would raise without a GPU)
 
 
@@ -60,11 +67,25 @@ class _FallbackSeen(logging.Filter):
 
 
 def _concrete(value: Any) -> Any:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
     from ._tracer import TensorProxy, concrete
 
+    if isinstance(value, TensorDescriptor):  # torch's analysis rebuilds it from the tensor (descriptor metadata)
+        value = value.base
     if isinstance(value, TensorProxy):
         return torch.empty(16, dtype=value.dtype)  # only dtype and (aligned) address matter
     return concrete(value)
+
+
+def _descriptor_metadata(arguments: dict[str, Any]) -> dict:
+    """torch's metadata for descriptor arguments (passed to it as their tensors)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from ._descriptors import check_block_shape
+
+    return {name: ("stable", (list(check_block_shape(name, d.block_shape, len(d.block_shape), ValueError)),))
+            for name, d in arguments.items() if isinstance(d, TensorDescriptor)}
 
 
 def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[str]]:
@@ -73,6 +94,7 @@ def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[
     from torch._higher_order_ops import triton_kernel_wrap as wrap
 
     kwargs = {name: _concrete(v) for name, v in arguments.items()}
+    descriptors = _descriptor_metadata(arguments)
     seen = _FallbackSeen()
     # The module logs its fallback on its own logger (torch._dynamo in current
     # torch); make sure the warning is emitted so that the filter sees (and drops) it.
@@ -84,10 +106,10 @@ def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[
     try:
         with _analysis_target():
             if hasattr(wrap, "identify_accessed_tensors"):  # torch >= 2.12
-                accesses = wrap.identify_accessed_tensors(kernel, kwargs, {})
+                accesses = wrap.identify_accessed_tensors(kernel, kwargs, descriptors)
                 names = [d.name for d in accesses.read_writes.writes]
             else:
-                names = wrap.identify_mutated_tensors(kernel, kwargs, {})
+                names = wrap.identify_mutated_tensors(kernel, kwargs, descriptors)
     except Exception:  # noqa: BLE001 - an analysis failure must not fail the op
         return None
     finally:

@@ -16,8 +16,9 @@ import torch
 import triton
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from triton.runtime.autotuner import Autotuner
+from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import _expr
+from . import _descriptors, _expr
 from ._expr import GuardSink, Op, SymbolicInt
 from ._launch_mode import LaunchMode, direct_launches, launch_mode
 
@@ -283,8 +284,10 @@ _original_next_power_of_2 = triton.next_power_of_2
 
 
 class _SymbolicTritonHelpers:
-    """Swaps in a triton.next_power_of_2 that stays one opcode (refcounted; the
-    replacement gives identical results for plain ints, so overlap is harmless)."""
+    """Swaps in Triton helpers that understand stand-ins: a next_power_of_2 that
+    stays one opcode, and TensorDescriptor checks that leave the data checks to
+    launch time (_descriptors.py). Refcounted; both behave exactly as Triton's
+    for real values, so overlap with other threads is harmless."""
 
     _lock = threading.Lock()
     _depth = 0
@@ -293,6 +296,7 @@ class _SymbolicTritonHelpers:
         with self._lock:
             if _SymbolicTritonHelpers._depth == 0:
                 triton.next_power_of_2 = _expr.next_power_of_2
+                _descriptors.install_traced_post_init()
             _SymbolicTritonHelpers._depth += 1
 
     def __exit__(self, *exc):
@@ -300,6 +304,7 @@ class _SymbolicTritonHelpers:
             _SymbolicTritonHelpers._depth -= 1
             if _SymbolicTritonHelpers._depth == 0:
                 triton.next_power_of_2 = _original_next_power_of_2
+                _descriptors.restore_post_init()
 
 
 class Tracer(GuardSink, LaunchMode):
@@ -477,8 +482,14 @@ class Tracer(GuardSink, LaunchMode):
         measure = self._measure(tuner, grid, args, kwargs) if self._can_measure() else None
         config = _autotune.choose(tuner, named, kwargs, self.device, measure, self.error)
         if config.pre_hook is not None:
-            raise self.error(f"autotune config {config} of {jit.fn.__name__} has a pre_hook, which a launch plan "
-                             "cannot hold; use reset_to_zero/restore_value or allocate zeroed outputs")
+            # Runs once, here, on the stand-ins: what it sets (typically the
+            # block shapes of tensor descriptors, as in Triton's TMA tutorials)
+            # enters the plan; work on tensors cannot, and is refused.
+            try:
+                config.pre_hook({**named, **kwargs, **config.all_kwargs()})
+            except TraceError as e:
+                raise self.error(f"the pre_hook of autotune config {config} of {jit.fn.__name__} can only set "
+                                 f"launch arguments such as descriptor block shapes: {e}") from None
         return jit, {**kwargs, **config.all_kwargs()}
 
     def _can_measure(self) -> bool:
@@ -502,13 +513,16 @@ class Tracer(GuardSink, LaunchMode):
                     return self._args[value._slot]
                 m = value._meta
                 return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
+            if isinstance(value, TensorDescriptor):
+                return _descriptors.concrete_descriptor(value, real(value.base))
             return concrete(value)
 
         def measure(configs):
             with direct_launches(), _pop_mode_temporarily():
                 real_args = [real(a) for a in args]
                 real_kwargs = {k: real(v) for k, v in kwargs.items()}
-                inputs = {n for n, a in zip(tuner.fn.arg_names, args)
+                bases = [a.base if isinstance(a, TensorDescriptor) else a for a in args]
+                inputs = {n for n, a in zip(tuner.fn.arg_names, bases)
                           if isinstance(a, TensorProxy) and a._slot < self.num_args}
                 return _autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
 
@@ -534,6 +548,8 @@ class Tracer(GuardSink, LaunchMode):
                 return  # not analysable: trust the declaration
             for name in params:
                 value = arguments[name]
+                if isinstance(value, TensorDescriptor):  # a descriptor store writes its base
+                    value = value.base
                 if isinstance(value, TensorProxy) and value._slot < self.num_args:
                     written.setdefault(value._slot, f"{kernel.fn.__name__}({name})")
         declared = set(self.op.mutated_args)

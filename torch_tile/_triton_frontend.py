@@ -19,15 +19,16 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction, create_function_from_signature
+from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import _C, _disk_cache
+from . import _C, _descriptors, _disk_cache
 from ._version import __version__
 from ._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
 from ._launch_mode import LaunchMode
 from ._tracer import SymbolicFloat, TensorProxy, body_location
 
 # Binding kinds (csrc/runtime/launch_plan.h: BindingKind).
-TENSOR, INT, BOOL, FLOAT, CONSTEXPR, STATIC = range(6)
+TENSOR, INT, BOOL, FLOAT, CONSTEXPR, STATIC, TENSORDESC = range(7)
 
 # Option names Triton accepts as launch keywords besides kernel parameters.
 _RESERVED_OPTIONS = {"grid", "warmup", "stream", "device"}
@@ -124,7 +125,7 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[dict
     for kp in kernel.params:
         kind, binding, static = _bind(tracer, kernel, kp, bound.arguments[kp.name])
         kinds.append(kind)
-        if kind == STATIC:
+        if kind in (STATIC, TENSORDESC):
             statics[kp.name] = static
         bindings.append(binding)
 
@@ -167,6 +168,9 @@ def _bind(tracer, kernel, kp, value) -> tuple[int, tuple, Any]:
         return STATIC, _STATIC, value
     if isinstance(value, TensorProxy):
         return TENSOR, (TENSOR, value._slot, None, 0.0, spec, align), None
+    if isinstance(value, TensorDescriptor):
+        binding, static = _descriptors.descriptor_binding(tracer, where, kp.name, value)
+        return TENSORDESC, binding, static
     if isinstance(value, SymbolicInt):
         kind = BOOL if value.is_bool else INT
         return kind, (kind, -1, value.encode(), 0.0, spec, align), None
@@ -225,10 +229,11 @@ def representative_args(config: LaunchConfig, words: list[int]) -> list[Any]:
     """Arguments that Triton's binder specializes exactly as the key says."""
     args = []
     for kp, kind, word in zip(config.kernel.params, config.kinds, words[1:]):
-        if kind == TENSOR:
+        if kind in (TENSOR, TENSORDESC):
             packed = word >> 2
-            dtype = _DL_TO_TORCH[(packed & 0xFF, (packed >> 8) & 0xFF)]
-            args.append(_Pointer(dtype, aligned=(word & 3) != 1))
+            pointer = _Pointer(_DL_TO_TORCH[(packed & 0xFF, (packed >> 8) & 0xFF)], aligned=(word & 3) != 1)
+            args.append(pointer if kind == TENSOR else _descriptors.representative(config.statics[kp.name],
+                                                                                   pointer.dtype, pointer))
         elif kind == INT:
             args.append(_INT_REPRESENTATIVE[(word >> 2, word & 3)])
         elif kind == BOOL:
@@ -279,19 +284,31 @@ def compile_variant(kid: int, words: list[int], capability: int):
     return compiled, src
 
 
-def _runtime_params(src: ASTSource) -> tuple[list[int], list[str]]:
-    indices, types = [], []
+def _runtime_params(src: ASTSource, tensordesc_meta) -> dict:
+    """How the compiled kernel takes its parameters: for each value passed,
+    the launch binding it comes from, its type and the part of the binding
+    (-1: the value itself; a tensor descriptor expands to its CUtensorMap,
+    shape and strides), plus one entry of TMA metadata per descriptor."""
+    indices, types, parts, tensor_maps = [], [], [], []
+    descriptors = iter(tensordesc_meta or ())
     for i, (name, ty) in enumerate(src.signature.items()):
         if ty == "constexpr":
             continue
-        if not isinstance(ty, str) or ty.startswith("tensordesc") or ty == "nvTmaDesc":
-            raise NotImplementedError(
-                f"torch_tile: parameter '{name}' of {src.fn.fn.__name__} has type {ty!r}; "
-                "tuples and tensor descriptors are not supported yet"
-            )
+        where = f"parameter '{name}' of {src.fn.fn.__name__}"
+        if isinstance(ty, str) and ty.startswith("tensordesc"):
+            d_types, d_parts, tensor_map = _descriptors.runtime_layout(ty, next(descriptors, None), where)
+            indices += [i] * len(d_types)
+            types += d_types
+            parts += d_parts
+            tensor_maps.append(tensor_map)
+            continue
+        if not isinstance(ty, str) or ty == "nvTmaDesc":
+            raise NotImplementedError(f"torch_tile: {where} has type {ty!r}; tuples are not supported yet")
         indices.append(i)
         types.append(ty)
-    return indices, types
+        parts.append(-1)
+    return {"runtime_params": indices, "runtime_param_types": types, "runtime_param_parts": parts,
+            "tensor_maps": tensor_maps}
 
 
 def _compiled_entry(kid: int, words: list[int], capability: int) -> tuple[dict, bytes]:
@@ -299,7 +316,6 @@ def _compiled_entry(kid: int, words: list[int], capability: int) -> tuple[dict, 
     compiled, src = compile_variant(kid, words, capability)
     _registry.compiles += 1
     md = compiled.metadata
-    indices, types = _runtime_params(src)
     meta = {
         "name": md.name,
         "num_warps": md.num_warps,
@@ -311,8 +327,7 @@ def _compiled_entry(kid: int, words: list[int], capability: int) -> tuple[dict, 
         "global_scratch_align": int(getattr(md, "global_scratch_align", 1) or 1),
         "profile_scratch_size": int(getattr(md, "profile_scratch_size", 0) or 0),
         "profile_scratch_align": int(getattr(md, "profile_scratch_align", 1) or 1),
-        "runtime_params": indices,
-        "runtime_param_types": types,
+        **_runtime_params(src, getattr(md, "tensordesc_meta", None)),
     }
     return meta, compiled.asm["cubin"]
 
@@ -401,8 +416,10 @@ class InterpretLaunches(LaunchMode):
 
             jit = base_kernel(kernel, NotImplementedError)
             named = {**dict(zip(jit.arg_names, args)), **{k: v for k, v in kwargs.items() if k in jit.arg_names}}
-            kwargs = {**kwargs, **choose(kernel, named, kwargs, torch.device("cpu"), None, NotImplementedError)
-                      .all_kwargs()}
+            config = choose(kernel, named, kwargs, torch.device("cpu"), None, NotImplementedError)
+            kwargs = {**kwargs, **config.all_kwargs()}
+            if config.pre_hook is not None:
+                config.pre_hook({**named, **kwargs})
             kernel = jit
         for value in list(args) + list(kwargs.values()):
             if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:

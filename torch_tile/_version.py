@@ -1,3 +1,3 @@
 """The package version (part of every disk-cache key)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -13,6 +13,7 @@
 #include "key_probe.h"
 #include "kernel_registry.h"
 #include "python_hooks.h"
+#include "tensor_map_probe.h"
 
 namespace py = pybind11;
 using namespace torch_tile;
@@ -61,6 +62,7 @@ py::dict counter_values() {
   d["compiles"] = c.compiles.load();
   d["host_entries"] = c.host_entries.load();
   d["map_lookups"] = c.map_lookups.load();
+  d["tensor_map_encodes"] = c.tensor_map_encodes.load();
   return d;
 }
 
@@ -91,5 +93,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   bind_benchmarks(m);
   bind_key_probe(m);
+  bind_tensor_map_probe(m);
   bind_fast_caller(m);
 }

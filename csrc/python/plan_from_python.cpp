@@ -3,6 +3,8 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/Dtype.h>
 
+#include <algorithm>
+
 #include "../runtime/error.h"
 #include "../torch/dtype_map.h"
 #include "kernel_registry.h"
@@ -28,15 +30,43 @@ ParamType param_type_from_string(const std::string& t) {
       {"i1", ParamType::I8},   {"i8", ParamType::I8},   {"i16", ParamType::I16}, {"i32", ParamType::I32},
       {"i64", ParamType::I64}, {"u1", ParamType::U8},   {"u8", ParamType::U8},   {"u16", ParamType::U16},
       {"u32", ParamType::U32}, {"u64", ParamType::U64}, {"fp32", ParamType::F32}, {"f32", ParamType::F32},
-      {"fp64", ParamType::F64}};
+      {"fp64", ParamType::F64}, {"nvTmaDesc", ParamType::TensorMap}};
   for (const auto& [name, type] : table) {
     if (t == name) return type;
   }
   fail(ErrorKind::NotImplemented, "torch_tile cannot pass a kernel parameter of type " + t +
-                                      " (supported: pointers, integers, fp32, fp64)");
+                                      " (supported: pointers, integers, fp32, fp64, tensor descriptors)");
 }
 
+DescriptorBinding descriptor_from_python(const py::handle& obj) {
+  // (shape exprs, stride exprs, nan padding, round to tf32, parameter name)
+  const py::tuple t = py::reinterpret_borrow<py::tuple>(obj);
+  DescriptorBinding d;
+  for (const py::handle& e : t[0]) d.shape.push_back(expr_from_python(e));
+  for (const py::handle& e : t[1]) d.strides.push_back(expr_from_python(e));
+  d.nan_padding = t[2].cast<bool>();
+  d.round_tf32 = t[3].cast<bool>();
+  d.name = t[4].cast<std::string>();
+  return d;
+}
+
+
 }  // namespace
+
+TensorMapMeta tensor_map_from_python(const py::handle& obj) {
+  const py::dict m = py::reinterpret_borrow<py::dict>(obj);
+  TensorMapMeta meta;
+  const auto box = m["block_size"].cast<std::vector<int64_t>>();
+  if (box.empty() || box.size() > size_t(kMaxTensorMapRank)) {
+    fail(ErrorKind::NotImplemented, "tensor descriptor of rank " + std::to_string(box.size()) + " (TMA: 1 to 5)");
+  }
+  meta.rank = int32_t(box.size());
+  for (size_t i = 0; i < box.size(); ++i) meta.box[i] = uint32_t(box[i]);
+  meta.elem_type = m["elem_type"].cast<int32_t>();
+  meta.elem_size = m["elem_size"].cast<int32_t>();
+  meta.swizzle = m["swizzle"].cast<int32_t>();
+  return meta;
+}
 
 Expr expr_from_python(const py::handle& code_and_text) {
   const py::tuple t = py::reinterpret_borrow<py::tuple>(code_and_text);
@@ -83,6 +113,7 @@ std::unique_ptr<LaunchPlan> plan_from_python(const py::dict& d) {
       binding.float_value = bt[3].cast<double>();
       binding.specialize = bt[4].cast<bool>();
       binding.specialize_alignment = bt[5].cast<bool>();
+      if (binding.kind == BindingKind::TensorDesc) binding.desc = descriptor_from_python(bt[6]);
       step.bindings.push_back(std::move(binding));
     }
     plan->launches.push_back(std::move(step));
@@ -108,8 +139,22 @@ KernelBinary binary_from_python(const py::dict& r) {
   for (const std::string& t : r["runtime_param_types"].cast<std::vector<std::string>>()) {
     b.runtime_param_types.push_back(param_type_from_string(t));
   }
-  if (b.runtime_params.size() != b.runtime_param_types.size()) {
-    fail(ErrorKind::Runtime, "compile result: runtime_params and runtime_param_types differ in length");
+  b.runtime_param_parts = r["runtime_param_parts"].cast<std::vector<int8_t>>();
+  for (const py::handle& m : r["tensor_maps"]) b.tensor_maps.push_back(tensor_map_from_python(m));
+  const size_t n = b.runtime_params.size();
+  if (b.runtime_param_types.size() != n || b.runtime_param_parts.size() != n) {
+    fail(ErrorKind::Runtime, "compile result: runtime_params, runtime_param_types and runtime_param_parts differ "
+                             "in length");
+  }
+  if (n > size_t(kMaxRuntimeParams) || b.tensor_maps.size() > size_t(kMaxTensorMaps)) {
+    fail(ErrorKind::NotImplemented, "kernel " + b.name + " takes " + std::to_string(n) + " values and " +
+                                        std::to_string(b.tensor_maps.size()) + " tensor descriptors; torch_tile " +
+                                        "supports at most " + std::to_string(kMaxRuntimeParams) + " and " +
+                                        std::to_string(kMaxTensorMaps));
+  }
+  if (size_t(std::count(b.runtime_param_types.begin(), b.runtime_param_types.end(), ParamType::TensorMap)) !=
+      b.tensor_maps.size()) {
+    fail(ErrorKind::Runtime, "compile result: one tensor_maps entry per nvTmaDesc parameter expected");
   }
   return b;
 }

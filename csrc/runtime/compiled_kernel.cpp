@@ -17,6 +17,29 @@ CompiledKernel::~CompiledKernel() {
   }
 }
 
+// A cluster launch the device cannot schedule (too many CTAs for the kernel's
+// shared memory and warps) would fail at every launch with a generic driver
+// error; say why once, at load.
+void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device, cu::CUmodule module) const {
+  const CudaDriver& d = cuda_driver();
+  cu::CUlaunchConfig config{};
+  config.gridDimX = unsigned(binary_.num_ctas);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = unsigned(32 * binary_.num_warps);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = unsigned(binary_.shared_mem);
+  int max_cluster = 0;
+  const cu::CUresult r = d.cuOccupancyMaxPotentialClusterSize(&max_cluster, f, &config);
+  if (r == cu::CUDA_SUCCESS && max_cluster >= binary_.num_ctas) return;
+  (void)d.cuModuleUnload(module);
+  if (r != cu::CUDA_SUCCESS) d.fail_with(r, "cuOccupancyMaxPotentialClusterSize");
+  fail(ErrorKind::Value, "kernel " + binary_.name + " is compiled for clusters of " +
+                             std::to_string(binary_.num_ctas) + " CTAs (num_ctas), but device " +
+                             std::to_string(device) + " can schedule at most " + std::to_string(max_cluster) +
+                             " with its " + std::to_string(binary_.shared_mem) + " bytes of shared memory and " +
+                             std::to_string(binary_.num_warps) + " warps; use a smaller num_ctas");
+}
+
 cu::CUfunction CompiledKernel::load(int device) {
   std::lock_guard<std::mutex> lock(load_mutex_);
   if (cu::CUfunction f = functions_[device].load(std::memory_order_acquire)) return f;
@@ -49,6 +72,7 @@ cu::CUfunction CompiledKernel::load(int device) {
     d.check(d.cuFuncSetAttribute(f, cu::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
             "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
   }
+  if (binary_.num_ctas > 1) check_cluster_fits(f, device, module);
   modules_[device] = module;
   functions_[device].store(f, std::memory_order_release);
   return f;

@@ -11,12 +11,14 @@
 
 #include "cuda_driver_api.h"
 #include "limits.h"
+#include "tensor_map.h"
 
 namespace torch_tile {
 
 // How a runtime parameter is passed to the kernel (its width in the compiled
-// signature; Triton's `i32`, `i64`, `fp32`, `*fp16`, ...).
-enum class ParamType : int32_t { Pointer = 0, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64 };
+// signature; Triton's `i32`, `i64`, `fp32`, `*fp16`, ...; `nvTmaDesc`: a
+// CUtensorMap by value).
+enum class ParamType : int32_t { Pointer = 0, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, TensorMap };
 
 // What a frontend (Triton) hands back from a compile.
 struct KernelBinary {
@@ -31,10 +33,15 @@ struct KernelBinary {
   int64_t global_scratch_align = 1;
   int64_t profile_scratch_size = 0;
   int64_t profile_scratch_align = 1;
-  // Kernel parameters passed at launch, by index into the launch bindings;
-  // Triton drops constexprs (including ints specialised to 1).
+  // Values passed at launch, by index into the launch bindings; Triton drops
+  // constexprs (including ints specialised to 1). A tensor descriptor binding
+  // passes several values: its map, then its shape and strides.
   std::vector<int32_t> runtime_params;
   std::vector<ParamType> runtime_param_types;  // parallel to runtime_params
+  // Parallel to runtime_params: -1 the binding's value (or a descriptor's
+  // map); k >= 0 component k of a descriptor (shape[k], then strides[k - rank]).
+  std::vector<int8_t> runtime_param_parts;
+  std::vector<TensorMapMeta> tensor_maps;  // one per TensorMap parameter, in order
 };
 
 class CompiledKernel {
@@ -55,6 +62,7 @@ class CompiledKernel {
 
  private:
   cu::CUfunction load(int device);
+  void check_cluster_fits(cu::CUfunction f, int device, cu::CUmodule module) const;
 
   KernelBinary binary_;
   std::array<std::atomic<cu::CUfunction>, kMaxDevices> functions_{};

@@ -47,6 +47,8 @@ CudaDriver load_driver() {
   resolve(lib, "cuFuncSetAttribute", d.cuFuncSetAttribute);
   resolve(lib, "cuFuncSetCacheConfig", d.cuFuncSetCacheConfig);
   resolve(lib, "cuLaunchKernelEx", d.cuLaunchKernelEx);
+  resolve(lib, "cuOccupancyMaxPotentialClusterSize", d.cuOccupancyMaxPotentialClusterSize);
+  resolve(lib, "cuTensorMapEncodeTiled", d.cuTensorMapEncodeTiled);
   d.check(d.cuInit(0), "cuInit");
   return d;
 }

@@ -25,6 +25,11 @@ struct CudaDriver {
   cu::CUresult (*cuFuncSetAttribute)(cu::CUfunction, int, int);
   cu::CUresult (*cuFuncSetCacheConfig)(cu::CUfunction, int);
   cu::CUresult (*cuLaunchKernelEx)(const cu::CUlaunchConfig*, cu::CUfunction, void**, void**);
+  cu::CUresult (*cuOccupancyMaxPotentialClusterSize)(int*, cu::CUfunction, const cu::CUlaunchConfig*);
+  // (map, dataType, rank, globalAddress, globalDim, globalStrides, boxDim,
+  //  elementStrides, interleave, swizzle, l2Promotion, oobFill)
+  cu::CUresult (*cuTensorMapEncodeTiled)(cu::CUtensorMap*, int, uint32_t, void*, const uint64_t*, const uint64_t*,
+                                         const uint32_t*, const uint32_t*, int, int, int, int);
 
   // Throws torch_tile::Error (Runtime) naming `what` and the driver's message.
   void check(cu::CUresult result, const char* what) const {

@@ -64,6 +64,17 @@ struct CUlaunchConfig {
   unsigned int numAttrs;
 };
 
+// Tensor maps (TMA descriptors): an opaque 128-byte, 64-byte aligned value.
+struct alignas(64) CUtensorMap {
+  uint64_t opaque[16];
+};
+// CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapFloatOOBfill
+constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
+constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;
+constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1;
+
+static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap ABI");
 static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute ABI");
 static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig ABI");
 

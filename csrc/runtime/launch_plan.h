@@ -40,6 +40,17 @@ enum class BindingKind : int32_t {
   Float = 3,      // fp32 from a float argument or constant
   Constexpr = 4,  // integer expression whose value enters the key
   Static = 5,     // compile-time constant known at trace time (in config_id)
+  TensorDesc = 6, // Triton host tensor descriptor over a tensor slot (TMA)
+};
+
+// A host tensor descriptor: its base is the binding's slot; block shape and
+// padding mode are static (in config_id; the compiled variant's metadata).
+struct DescriptorBinding {
+  std::vector<Expr> shape;    // elements, outermost first
+  std::vector<Expr> strides;  // elements
+  bool nan_padding = false;
+  bool round_tf32 = false;
+  std::string name;  // the kernel parameter, for error messages
 };
 
 struct Binding {
@@ -49,6 +60,7 @@ struct Binding {
   double float_value = 0.0;  // Float constant
   bool specialize = true;    // false under do_not_specialize
   bool specialize_alignment = true;
+  DescriptorBinding desc;    // TensorDesc
 };
 
 class CompiledKernel;

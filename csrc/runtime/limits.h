@@ -7,6 +7,8 @@ constexpr int kMaxDevices = 64;      // CUDA device ordinals served
 constexpr int kMaxOpArgs = 64;       // schema arguments of one op
 constexpr int kMaxSlots = 96;        // op arguments + allocated outputs
 constexpr int kMaxKernelParams = 120;  // parameters of one kernel
+constexpr int kMaxRuntimeParams = 160;  // values passed at launch (a descriptor passes 1 + 2 * rank)
+constexpr int kMaxTensorMaps = 8;       // tensor descriptors of one kernel
 constexpr int kMaxPlans = 256;       // launch plans (guard sets) per op
 constexpr int kMaxShapeRank = 16;    // rank of an allocated output
 

@@ -7,6 +7,7 @@
 #include "cuda_driver.h"
 #include "device_info.h"
 #include "error.h"
+#include "tensor_map.h"
 
 namespace torch_tile {
 
@@ -45,7 +46,15 @@ void LaunchPlan::validate(int num_args) const {
     }
     for (const Expr& g : l.grid) g.validate();
     for (const Binding& b : l.bindings) {
-      if (b.kind == BindingKind::Tensor) check_slot(b.slot);
+      if (b.kind == BindingKind::Tensor || b.kind == BindingKind::TensorDesc) check_slot(b.slot);
+      if (b.kind == BindingKind::TensorDesc) {
+        const size_t rank = b.desc.shape.size();
+        if (rank == 0 || rank > size_t(kMaxTensorMapRank) || b.desc.strides.size() != rank) {
+          fail(ErrorKind::Runtime, "launch plan has a tensor descriptor of bad rank");
+        }
+        for (const Expr& e : b.desc.shape) e.validate();
+        for (const Expr& e : b.desc.strides) e.validate();
+      }
       if (b.kind == BindingKind::Int || b.kind == BindingKind::Bool || b.kind == BindingKind::Constexpr) {
         b.expr.validate();
       }
@@ -68,7 +77,8 @@ void evaluate_bindings(const LaunchStep& step, const CallArgs& args, ParamValue*
   for (size_t i = 0; i < step.bindings.size(); ++i) {
     const Binding& b = step.bindings[i];
     switch (b.kind) {
-      case BindingKind::Tensor: values[i].p = args.slots[b.slot].data; break;
+      case BindingKind::Tensor:
+      case BindingKind::TensorDesc: values[i].p = args.slots[b.slot].data; break;
       case BindingKind::Int:
       case BindingKind::Bool:
       case BindingKind::Constexpr: values[i].i = b.expr.evaluate(ctx); break;
@@ -88,6 +98,9 @@ void key_from_values(const LaunchStep& step, const CallArgs& args, const ParamVa
       case BindingKind::Tensor:
         key.push(pointer_key_word(pack_dtype(args.slots[b.slot].dtype), values[i].p, b.specialize,
                                   b.specialize_alignment));
+        break;
+      case BindingKind::TensorDesc:  // Triton specialises a descriptor on its dtype and block shape (static)
+        key.push(uint64_t(pack_dtype(args.slots[b.slot].dtype)) << 2);
         break;
       case BindingKind::Int: key.push(int_key_word(values[i].i, b.specialize)); break;
       case BindingKind::Constexpr: key.push(uint64_t(values[i].i)); break;
@@ -123,7 +136,33 @@ void pack_param(const char* op, const LaunchStep& step, size_t index, ParamType 
     case ParamType::U64: in_range(0, INT64_MAX, "u64"); *reinterpret_cast<uint64_t*>(slot) = uint64_t(i); break;
     case ParamType::F32: *reinterpret_cast<float*>(slot) = float(v.f); break;
     case ParamType::F64: *reinterpret_cast<double*>(slot) = v.f; break;
+    case ParamType::TensorMap: fail(ErrorKind::Runtime, "a tensor map is not a scalar parameter");
   }
+}
+
+// Shape (part < rank) or stride (part - rank) of a descriptor binding.
+int64_t descriptor_component(const DescriptorBinding& d, int part, const EvalContext& ctx) {
+  const int rank = int(d.shape.size());
+  return part < rank ? d.shape[size_t(part)].evaluate(ctx) : d.strides[size_t(part - rank)].evaluate(ctx);
+}
+
+// The CUtensorMap of a descriptor binding for this call (cached per thread).
+void build_tensor_map(const char* op, const LaunchStep& step, const Binding& b, const TensorMapMeta& meta,
+                      const CallArgs& args, cu::CUtensorMap& out) {
+  const EvalContext ctx = args.eval();
+  const TensorArg& base = args.slots[b.slot];
+  TensorMapRequest r;
+  r.base = base.data;
+  r.rank = int32_t(b.desc.shape.size());
+  for (int k = 0; k < r.rank; ++k) {
+    r.shape[k] = descriptor_component(b.desc, k, ctx);
+    r.strides[k] = descriptor_component(b.desc, r.rank + k, ctx);
+  }
+  r.elem_size = int32_t(base.dtype.bits / 8);
+  r.nan_padding = b.desc.nan_padding;
+  r.round_tf32 = b.desc.round_tf32;
+  const TensorMapSite site{op, step.kernel->name(), b.desc.name, step.site};
+  out = cached_tensor_map(tensor_map_encoding(meta, r, site), site);
 }
 
 CompiledKernel* find_variant(const LaunchStep& step, const SpecializationKey& key, Compiler& compiler,
@@ -145,7 +184,9 @@ CompiledKernel* find_variant(const LaunchStep& step, const SpecializationKey& ke
 }  // namespace
 
 void PreparedLaunch::bind() {
-  for (size_t j = 0; j < num_params; ++j) params[j] = &storage[j];
+  for (size_t j = 0; j < num_params; ++j) {
+    params[j] = map_of_param[j] >= 0 ? static_cast<void*>(&tensor_maps[map_of_param[j]]) : &storage[j];
+  }
   config.attrs = attrs;
 }
 
@@ -176,9 +217,23 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Co
   }
 
   const size_t n = bin.runtime_params.size();
+  int num_maps = 0;
   for (size_t j = 0; j < n; ++j) {
     const int32_t p = bin.runtime_params[j];
-    pack_param(op, step, size_t(p), bin.runtime_param_types[j], values[p], &out.storage[j]);
+    const ParamType type = bin.runtime_param_types[j];
+    const int part = bin.runtime_param_parts[j];
+    out.map_of_param[j] = -1;
+    if (type == ParamType::TensorMap) {
+      build_tensor_map(op, step, step.bindings[size_t(p)], bin.tensor_maps[size_t(num_maps)], args,
+                       out.tensor_maps[num_maps]);
+      out.map_of_param[j] = int8_t(num_maps++);
+    } else if (part >= 0) {
+      ParamValue v;
+      v.i = descriptor_component(step.bindings[size_t(p)].desc, part, ctx);
+      pack_param(op, step, size_t(p), type, v, &out.storage[j]);
+    } else {
+      pack_param(op, step, size_t(p), type, values[p], &out.storage[j]);
+    }
   }
   // Triton's trailing scratch pointers: one buffer sized per program, or null.
   const int64_t programs = grid[0] * grid[1] * grid[2] * bin.num_ctas;
@@ -190,6 +245,7 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Co
                               : nullptr;
   std::memcpy(&out.storage[n], &global_scratch, sizeof(void*));
   std::memcpy(&out.storage[n + 1], &profile_scratch, sizeof(void*));
+  out.map_of_param[n] = out.map_of_param[n + 1] = -1;
   out.num_params = n + 2;
 
   std::memset(out.attrs, 0, sizeof(out.attrs));

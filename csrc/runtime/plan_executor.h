@@ -28,8 +28,10 @@ struct PreparedLaunch {
   cu::CUlaunchConfig config{};
   cu::CUlaunchAttribute attrs[4];
   cu::CUfunction function = nullptr;
-  uint64_t storage[kMaxKernelParams + 2];
-  void* params[kMaxKernelParams + 2];
+  cu::CUtensorMap tensor_maps[kMaxTensorMaps];  // descriptors, passed by value
+  uint64_t storage[kMaxRuntimeParams + 2];      // every other parameter, one word each
+  int8_t map_of_param[kMaxRuntimeParams + 2];   // >= 0: the parameter is that tensor map
+  void* params[kMaxRuntimeParams + 2];
   size_t num_params = 0;
 
   // Points params/attrs at this object's own storage (after a copy).
