@@ -21,7 +21,8 @@ def runtime_counters() -> dict:
     """Slow-path counters of the C++ runtime: ``traces`` (plans traced),
     ``compiles`` (variants compiled or loaded from the disk cache),
     ``host_entries`` (times C++ called into Python: traces, compiles, and calls
-    that need a gradient), ``map_lookups`` (inline-cache misses)."""
+    that need a gradient), ``map_lookups`` (inline-cache misses),
+    ``tensor_map_encodes`` (TMA descriptors encoded: descriptor-cache misses)."""
     return dict(_C.counters())
 
 

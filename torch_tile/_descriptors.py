@@ -65,10 +65,13 @@ def _traced_post_init(self) -> None:
     (those are made per call in C++)."""
     from ._tracer import TensorProxy, _current_tracer
 
-    if not isinstance(self.base, TensorProxy):
+    tracer = _current_tracer()
+    if tracer is None:  # another thread's descriptor, while this one traces
         _original_post_init(self)
         return
-    tracer = _current_tracer()
+    if not isinstance(self.base, TensorProxy):
+        raise tracer.error(f"a TensorDescriptor's base must be a tensor the op takes or allocates, got "
+                           f"{type(self.base).__name__}")
     rank = len(self.shape)
     where = f"TensorDescriptor over '{self.base._name}'"
     if not 1 <= rank <= MAX_RANK:

@@ -8,6 +8,8 @@ branches on sizes become guards. See DESIGN.md, "Launch plan".
 
 from __future__ import annotations
 
+import contextlib
+
 import sys
 import threading
 from typing import TYPE_CHECKING, Any, Optional
@@ -267,6 +269,18 @@ def _current_tracer() -> Optional["Tracer"]:
     return getattr(_local, "tracer", None)
 
 
+@contextlib.contextmanager
+def _outside_trace():
+    """Real work in the middle of a trace (autotuning's timing runs): this
+    thread is not tracing for its duration."""
+    previous = _current_tracer()
+    _local.tracer = None
+    try:
+        yield
+    finally:
+        _local.tracer = previous
+
+
 class _FactoryMode(TorchFunctionMode):
     """Sees torch calls made without a proxy argument (torch.empty(shape, ...))."""
 
@@ -518,7 +532,7 @@ class Tracer(GuardSink, LaunchMode):
             return concrete(value)
 
         def measure(configs):
-            with direct_launches(), _pop_mode_temporarily():
+            with direct_launches(), _pop_mode_temporarily(), _outside_trace():
                 real_args = [real(a) for a in args]
                 real_kwargs = {k: real(v) for k, v in kwargs.items()}
                 bases = [a.base if isinstance(a, TensorDescriptor) else a for a in args]

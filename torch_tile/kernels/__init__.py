@@ -4,6 +4,12 @@
 * ``tile::softmax``: fused row softmax (autograd registered in softmax_backward.py)
 * ``tile::layer_norm``: layer-norm forward returning (out, mean, rstd) (autograd registered in layer_norm_backward.py)
 * ``tile::matmul``: tiled matrix product
+* ``tile::matmul_tma``: persistent bf16/fp16 matrix product through TMA tensor descriptors, autotuned
+
+Launch attributes (sm_90+):
+
+* ``tile::layer_norm_pdl``: layer norm in two launches chained with programmatic dependent launch
+* ``tile::sum_cooperative``: sum of all elements in one cooperative launch with a grid barrier
 
 Training kernels (forward and backward ops; the forwards have autograd):
 
@@ -18,18 +24,23 @@ Training kernels (forward and backward ops; the forwards have autograd):
 """
 
 from .add import add, add_, add_kernel
+from .cooperative_sum import sum_cooperative, sum_cooperative_kernel
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .layer_norm import layer_norm, layer_norm_kernel
 from .layer_norm_backward import layer_norm_backward
 from .matmul import matmul, matmul_kernel
+from .pdl_layer_norm import layer_norm_apply_kernel, layer_norm_pdl, layer_norm_stats_kernel
 from .rms_norm import rms_norm, rms_norm_backward
 from .softmax import softmax, softmax_kernel
 from .softmax_backward import softmax_backward
 from .swiglu import swiglu, swiglu_backward
+from .tma_matmul import matmul_tma, matmul_tma_kernel
 
 __all__ = [
     "add", "add_", "add_kernel", "softmax", "softmax_kernel",
     "layer_norm", "layer_norm_kernel", "matmul", "matmul_kernel",
     "rms_norm", "rms_norm_backward", "softmax_backward", "swiglu", "swiglu_backward",
     "cross_entropy", "cross_entropy_backward", "layer_norm_backward",
+    "layer_norm_pdl", "layer_norm_stats_kernel", "layer_norm_apply_kernel", "sum_cooperative", "sum_cooperative_kernel",
+    "matmul_tma", "matmul_tma_kernel",
 ]
