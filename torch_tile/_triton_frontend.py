@@ -422,6 +422,8 @@ class InterpretLaunches(LaunchMode):
                 config.pre_hook({**named, **kwargs})
             kernel = jit
         for value in list(args) + list(kwargs.values()):
+            if isinstance(value, TensorDescriptor):
+                value = value.base
             if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
                 raise NotImplementedError(
                     f"{kernel.fn.__name__}: Triton's interpreter (the CPU debug path) computes wrong results "
