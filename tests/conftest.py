@@ -9,8 +9,11 @@ import tempfile
 import pytest
 import torch
 
-os.environ["TORCH_TILE_CACHE_DIR"] = tempfile.mkdtemp(prefix="torch_tile_test_cache_")
-atexit.register(shutil.rmtree, os.environ["TORCH_TILE_CACHE_DIR"], ignore_errors=True)
+# Test subprocesses that import test modules (and so this file) keep the cache
+# directory their test gave them.
+if not os.environ.get("TORCH_TILE_TEST_SUBPROCESS"):
+    os.environ["TORCH_TILE_CACHE_DIR"] = tempfile.mkdtemp(prefix="torch_tile_test_cache_")
+    atexit.register(shutil.rmtree, os.environ["TORCH_TILE_CACHE_DIR"], ignore_errors=True)
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 requires_two_gpus = pytest.mark.skipif(

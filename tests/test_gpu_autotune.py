@@ -65,7 +65,8 @@ FRESH = textwrap.dedent("""
 
 
 def test_a_fresh_process_reuses_the_choice(tmp_path):
-    env = {**os.environ, "TORCH_TILE_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join([ROOT, f"{ROOT}/tests"])}
+    env = {**os.environ, "TORCH_TILE_CACHE_DIR": str(tmp_path), "TORCH_TILE_TEST_SUBPROCESS": "1",
+           "PYTHONPATH": os.pathsep.join([ROOT, f"{ROOT}/tests"])}
     runs = [subprocess.run([sys.executable, "-c", FRESH], env=env, capture_output=True, text=True, timeout=600)
             for _ in range(2)]
     results = [json.loads(r.stdout.strip().splitlines()[-1]) for r in runs]

@@ -126,13 +126,21 @@ def representative(static: tuple, dtype: torch.dtype, pointer) -> TensorDescript
     return TensorDescriptor(pointer, list(block), [16] * (rank - 1) + [1], list(block), padding, **kwargs)
 
 
-def concrete_descriptor(desc: TensorDescriptor, base: torch.Tensor) -> TensorDescriptor:
-    """A real descriptor over ``base`` with the stand-in's values read without guards."""
+def concrete_descriptor(desc: TensorDescriptor, base: torch.Tensor, where: str) -> TensorDescriptor:
+    """A real descriptor over ``base`` with the stand-in's values read without
+    guards (autotuning's timing runs), or a ValueError naming ``where`` when
+    Triton refuses the tensor (as the launch path's own checks would)."""
     from ._tracer import concrete
 
     kwargs = {"round_f32_to_tf32": True} if getattr(desc, "round_f32_to_tf32", False) else {}
-    return TensorDescriptor(base, [concrete(s) for s in desc.shape], [concrete(s) for s in desc.strides],
-                            [int(_int_of(b)) for b in desc.block_shape], desc.padding, **kwargs)
+    shape, strides = [concrete(s) for s in desc.shape], [concrete(s) for s in desc.strides]
+    try:
+        return TensorDescriptor(base, shape, strides, [int(_int_of(b)) for b in desc.block_shape], desc.padding,
+                                **kwargs)
+    except AssertionError as e:
+        raise ValueError(f"{where}: {e} (shape {shape}, strides {strides}, {base.dtype}, base address "
+                         f"0x{base.data_ptr():x}); TMA needs a 16-byte aligned base, strides that are multiples of "
+                         "16 bytes and a contiguous last dimension (pass a contiguous, padded copy)") from None
 
 
 def runtime_layout(signature_type: str, meta: dict | None, where: str) -> tuple[list[str], list[int], dict]:

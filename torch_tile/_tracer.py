@@ -521,20 +521,21 @@ class Tracer(GuardSink, LaunchMode):
         temporary outputs, outside the tracing modes."""
         from . import _autotune
 
-        def real(value):
+        def real(value, name: str):
             if isinstance(value, TensorProxy):
                 if value._slot < self.num_args:
                     return self._args[value._slot]
                 m = value._meta
                 return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
             if isinstance(value, TensorDescriptor):
-                return _descriptors.concrete_descriptor(value, real(value.base))
+                where = f"{self.op.qualname}: tensor descriptor '{name}' of kernel {tuner.fn.fn.__name__}"
+                return _descriptors.concrete_descriptor(value, real(value.base, name), where)
             return concrete(value)
 
         def measure(configs):
             with direct_launches(), _pop_mode_temporarily(), _outside_trace():
-                real_args = [real(a) for a in args]
-                real_kwargs = {k: real(v) for k, v in kwargs.items()}
+                real_args = [real(a, n) for n, a in zip(tuner.fn.arg_names, args)]
+                real_kwargs = {k: real(v, k) for k, v in kwargs.items()}
                 bases = [a.base if isinstance(a, TensorDescriptor) else a for a in args]
                 inputs = {n for n, a in zip(tuner.fn.arg_names, bases)
                           if isinstance(a, TensorProxy) and a._slot < self.num_args}

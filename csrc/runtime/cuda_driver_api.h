@@ -64,8 +64,11 @@ struct CUlaunchConfig {
   unsigned int numAttrs;
 };
 
-// Tensor maps (TMA descriptors): an opaque 128-byte, 64-byte aligned value.
-struct alignas(64) CUtensorMap {
+// Tensor maps (TMA descriptors): an opaque 128-byte value. cuda.h aligns it
+// to 64 bytes; the driver copies kernel parameters from the host, so 16 is
+// enough here, and keeps frames that hold maps (the launch path's) free of
+// stack realignment, which exceptions thrown through them did not survive.
+struct alignas(16) CUtensorMap {
   uint64_t opaque[16];
 };
 // CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapFloatOOBfill

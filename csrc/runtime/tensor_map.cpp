@@ -2,7 +2,7 @@
 
 #include <atomic>
 #include <cstring>
-#include <sstream>
+#include <cstdio>
 
 #include "counters.h"
 #include "cuda_driver.h"
@@ -23,13 +23,13 @@ constexpr int32_t kDataTypeTf32 = 11;  // CU_TENSOR_MAP_DATA_TYPE_TFLOAT32
                              " (launched at " + site.launch_site + "): " + what);
 }
 
+// No iostreams here: a torch build may carry a libstdc++ whose locale facets
+// differ from the compiler's, and ostream number formatting then crashes.
 template <class T>
 std::string list(const T* values, int n) {
-  std::ostringstream s;
-  s << "[";
-  for (int i = 0; i < n; ++i) s << (i ? ", " : "") << values[i];
-  s << "]";
-  return s.str();
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "]";
 }
 
 cu::CUresult driver_encode(cu::CUtensorMap* map, const TensorMapEncoding& e) {
@@ -74,16 +74,24 @@ bool TensorMapEncoding::operator==(const TensorMapEncoding& o) const {
 }
 
 uint64_t TensorMapEncoding::hash() const {
-  uint64_t h = reinterpret_cast<uintptr_t>(global_address) * 0x9e3779b97f4a7c15ULL;
-  auto mix = [&h](uint64_t v) { h = (h ^ v) * 0xbf58476d1ce4e5b9ULL; };
+  // splitmix64's finalizer per field: every input bit reaches the low bits that
+  // pick the cache line (addresses differ only above bit 8).
+  uint64_t h = 0;
+  auto mix = [&h](uint64_t v) {
+    uint64_t z = h + v + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    h = z ^ (z >> 31);
+  };
+  mix(reinterpret_cast<uintptr_t>(global_address));
   for (uint32_t i = 0; i < rank; ++i) {
     mix(global_dim[i]);
     mix(global_strides[i]);
     mix(box_dim[i]);
   }
-  mix(uint64_t(data_type) << 32 | uint32_t(swizzle));
-  mix(uint64_t(oob_fill));
-  return h ^ (h >> 29);
+  mix(uint64_t(uint32_t(data_type)) << 32 | uint32_t(swizzle));
+  mix(uint64_t(uint32_t(oob_fill)));
+  return h;
 }
 
 TensorMapEncoding tensor_map_encoding(const TensorMapMeta& meta, const TensorMapRequest& r,
@@ -99,11 +107,11 @@ TensorMapEncoding tensor_map_encoding(const TensorMapMeta& meta, const TensorMap
   }
   const uint64_t address = reinterpret_cast<uintptr_t>(r.base);
   if (address % kAlignment != 0) {
-    std::ostringstream s;
-    s << "base address 0x" << std::hex << address << std::dec
-      << " is not 16-byte aligned, which TMA requires (the tensor starts at an offset inside its storage: pass a "
-         "contiguous copy, e.g. x.clone())";
-    bad_descriptor(site, s.str());
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(address));
+    bad_descriptor(site, std::string("base address ") + hex +
+                             " is not 16-byte aligned, which TMA requires (the tensor starts at an offset inside its "
+                             "storage: pass a contiguous copy, e.g. x.clone())");
   }
   if (r.strides[rank - 1] != 1) {
     bad_descriptor(site, "the last dimension must be contiguous (stride 1), got strides " +
