@@ -4,7 +4,8 @@
 # Writes to $OUT (default ./gpu_out): pytest.log, bench.log (environment, DDP,
 # benchmark tables, example, demo) and each benchmark's JSON and PNG. The device
 # tool returns at most 8 files: pick three benchmarks with BENCHMARKS (default:
-# all four). A failed build prints its errors.
+# all four); RUN_EXAMPLES=0 skips the training example and the demo. A failed
+# build prints its errors.
 # Usage (device tool): bash scripts/gpu_check.sh [pytest paths/args; default: all tests]
 OUT="${OUT:-$(cd "$(dirname "$0")/.." && pwd)/gpu_out}"
 mkdir -p "$OUT"
@@ -28,8 +29,10 @@ if [ $# -gt 0 ]; then tests=("$@"); else tests=(tests/test_gpu_*.py); fi
       *) "$PY" "benchmarks/$bench.py" --out "$OUT" ;;
     esac || status=1
   done
-  "$PY" examples/train_tiny_transformer.py --steps 300 --modes torch tile tile_compiled || status=1
-  "$PY" -m torch_tile.demo || status=1
+  if [ "${RUN_EXAMPLES:-1}" = 1 ]; then
+    "$PY" examples/train_tiny_transformer.py --steps 300 --modes torch tile tile_compiled || status=1
+    "$PY" -m torch_tile.demo || status=1
+  fi
 } > "$OUT/bench.log" 2>&1
 if [ $# -eq 0 ]; then
   "$PY" -m pytest ${CPU_TESTS:-tests/test_cpu_*.py} -q -rs >> "$OUT/pytest.log" 2>&1 || status=1

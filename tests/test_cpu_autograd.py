@@ -251,3 +251,37 @@ def test_export_keeps_tile_calls():
 def test_opcheck_with_autograd():
     x = torch.randn(50, dtype=torch.float64, requires_grad=True)
     torch.library.opcheck(torch.ops.tt_cpu_autograd.scale.default, (x, 1.5))
+
+
+def test_fast_apply_skips_the_python_wrapper_but_not_under_functorch():
+    """Before torch 2.12 autograd.Function.apply is a Python wrapper (signature
+    binding per call); tile ops call the C entry instead, except under
+    functorch transforms. Simulated here by a Function whose apply is Python."""
+    from torch_tile._op import _fast_apply
+
+    calls = []
+
+    class Doubled(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+        @classmethod
+        def apply(cls, *args):  # torch < 2.12's Python wrapper
+            calls.append(args)
+            return super().apply(*args)
+
+    apply = _fast_apply(Doubled)
+    x = torch.ones(3, requires_grad=True)
+    apply(x).sum().backward()
+    assert torch.equal(x.grad, torch.full((3,), 2.0)) and calls == []
+    grad = torch.func.grad(lambda t: apply(t).sum())(torch.ones(3))
+    assert torch.equal(grad, torch.full((3,), 2.0)) and calls  # torch's own path (it may re-enter apply)

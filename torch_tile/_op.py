@@ -198,17 +198,38 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
         "setup_context": staticmethod(setup),
         "backward": staticmethod(backward_fn),
     })
+    apply = _fast_apply(function)
     if not mutated:
-        return function.apply
+        return apply
     num_outs = op.num_returns
 
     def apply_and_drop_written(*args):
-        result = function.apply(*args)
+        result = apply(*args)
         if num_outs == 0:
             return None
         return result[0] if num_outs == 1 else result[:num_outs]
 
     return apply_and_drop_written
+
+
+# The C entry of autograd.Function.apply. Before torch 2.12, Function.apply is a
+# Python wrapper that binds default arguments with inspect.signature on every
+# call (several µs; our forwards take *args, so there is nothing to bind) and
+# unwraps dead functorch wrappers; it is kept for calls under functorch transforms.
+_NATIVE_APPLY = torch._C._FunctionBase.__dict__["apply"]
+
+
+def _fast_apply(function: type) -> Callable:
+    native = _NATIVE_APPLY.__get__(None, function)
+    if function.apply == native:  # torch >= 2.12: Function.apply is already the C entry
+        return function.apply
+
+    def apply(*args):
+        if torch._C._are_functorch_transforms_active():
+            return function.apply(*args)
+        return native(*args)
+
+    return apply
 
 
 def op(qualname: str, fn: Optional[Callable] = None, *, mutates_args: Union[str, Iterable[str]] = (),
