@@ -25,6 +25,7 @@ from torch_tile import kernels as K
 from torch_tile._tracer import TraceError
 
 import tma_ops as T
+from conftest import requires_interpreter_scalar_loops
 
 TENSORDESC = _triton_frontend.TENSORDESC
 
@@ -255,6 +256,7 @@ def test_autotune_pre_hook_sets_the_block_shapes_of_the_chosen_config():
     assert entry["runtime_param_types"].count("nvTmaDesc") == 3
 
 
+@requires_interpreter_scalar_loops
 def test_tma_matmul_on_cpu_matches_torch():
     a, b = torch.randn(64, 48).half(), torch.randn(48, 80).half()
     torch.testing.assert_close(K.matmul_tma(a, b).float(), a.float() @ b.float(), atol=2e-2, rtol=2e-2)
