@@ -117,9 +117,9 @@ def descriptor_binding(tracer, where: str, name: str, desc: TensorDescriptor) ->
     return binding, ("tensordesc", block, desc.padding, tf32)
 
 
-def representative(static: tuple, dtype: torch.dtype, pointer) -> TensorDescriptor:
-    """A descriptor that Triton's binder specialises as the variant's (dtype,
-    block shape, padding): the shape and strides are placeholders."""
+def representative(static: tuple, pointer) -> TensorDescriptor:
+    """A descriptor that Triton's binder specialises as the variant's (the
+    pointer's dtype, block shape, padding): the shape and strides are placeholders."""
     _, block, padding, tf32 = static
     rank = len(block)
     kwargs = {"round_f32_to_tf32": True} if tf32 else {}
@@ -143,7 +143,7 @@ def concrete_descriptor(desc: TensorDescriptor, base: torch.Tensor, where: str) 
                          "16 bytes and a contiguous last dimension (pass a contiguous, padded copy)") from None
 
 
-def runtime_layout(signature_type: str, meta: dict | None, where: str) -> tuple[list[str], list[int], dict]:
+def runtime_layout(meta: dict | None, where: str) -> tuple[list[str], list[int], dict]:
     """How one descriptor parameter reaches the compiled kernel, as Triton's
     launcher passes it: the CUtensorMap, then the shape (i32 each) and strides
     (i64 each). Returns (types, parts, tensor-map metadata): part k < rank is

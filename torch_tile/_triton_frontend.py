@@ -232,8 +232,7 @@ def representative_args(config: LaunchConfig, words: list[int]) -> list[Any]:
         if kind in (TENSOR, TENSORDESC):
             packed = word >> 2
             pointer = _Pointer(_DL_TO_TORCH[(packed & 0xFF, (packed >> 8) & 0xFF)], aligned=(word & 3) != 1)
-            args.append(pointer if kind == TENSOR else _descriptors.representative(config.statics[kp.name],
-                                                                                   pointer.dtype, pointer))
+            args.append(pointer if kind == TENSOR else _descriptors.representative(config.statics[kp.name], pointer))
         elif kind == INT:
             args.append(_INT_REPRESENTATIVE[(word >> 2, word & 3)])
         elif kind == BOOL:
@@ -296,7 +295,7 @@ def _runtime_params(src: ASTSource, tensordesc_meta) -> dict:
             continue
         where = f"parameter '{name}' of {src.fn.fn.__name__}"
         if isinstance(ty, str) and ty.startswith("tensordesc"):
-            d_types, d_parts, tensor_map = _descriptors.runtime_layout(ty, next(descriptors, None), where)
+            d_types, d_parts, tensor_map = _descriptors.runtime_layout(next(descriptors, None), where)
             indices += [i] * len(d_types)
             types += d_types
             parts += d_parts

@@ -2,8 +2,6 @@
 
 #include <pybind11/stl.h>
 
-#include <cstring>
-
 #include "../runtime/error.h"
 #include "../runtime/tensor_map.h"
 #include "../torch/error_translation.h"
