@@ -1,7 +1,7 @@
 """torch_tile demo: ``python -m torch_tile.demo``.
 
 Registers the example tile ops (vector add, fused softmax, layer-norm forward,
-matmul) and exercises them end to end:
+matmul; on CPU also the autotuned TMA matmul) and exercises them end to end:
 
 * with a GPU: checks each op against torch in fp32/fp16/bf16 and prints host
   time per call for torch_tile, Triton's own launcher and torch eager;
@@ -53,9 +53,18 @@ def _describe_plan(plan: dict) -> str:
     return f"{len(plan['allocs'])} alloc(s), launch at {launches}; guards: {guards}"
 
 
+def _cpu_examples():
+    examples = _examples("cpu", torch.float32)
+    g = torch.Generator(device="cpu").manual_seed(1)
+    a = torch.randn(96, 64, generator=g, dtype=torch.float16)
+    b = torch.randn(64, 128, generator=g, dtype=torch.float16)
+    # Host tensor descriptors (TMA) and @triton.autotune; fp16 (the interpreter computes bf16 wrongly).
+    return examples + [("matmul_tma", K.matmul_tma, (a, b), lambda: a.double() @ b.double(), 5e-3)]
+
+
 def cpu_demo() -> None:
     print("No GPU: tracing, compiling to sm_90 and running on the CPU (Triton interpreter).\n")
-    for name, op, args, ref, tol in _examples("cpu", torch.float32):
+    for name, op, args, ref, tol in _cpu_examples():
         plan = op.trace(*args)
         print(f"tile::{name}: {_describe_plan(plan)}")
         for launch, words in zip(plan["launches"], tt._C.specialization_keys(plan, args)):
