@@ -47,8 +47,11 @@ def test_repeated_calls_reuse_the_encoded_descriptors():
     torch.cuda.synchronize()
     torch.testing.assert_close(x, torch.full_like(x, 2.0**20))
     assert _encodes() == before  # same tensor, same map: never re-encoded
-    y = torch.ones(64, 64, device="cuda")
-    T.scale_(y, 3.0)  # a new address and shape: one new map (the kernel's two parameters share it)
+    # A shape no earlier test used, so no cached map can match (the allocator may
+    # hand back an address an earlier tensor of another shape had): one new map,
+    # shared by the kernel's two parameters.
+    y = torch.ones(40, 64, device="cuda")
+    T.scale_(y, 3.0)
     torch.testing.assert_close(y, torch.full_like(y, 3.0))
     assert _encodes() == before + 1
     a, b = torch.randn(128, 64, device="cuda"), torch.randn(128, 64, device="cuda")

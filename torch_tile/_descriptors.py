@@ -33,6 +33,16 @@ _DTYPE_DEVICE_TO_HOST = {8: 10, 9: 8, 10: 9}
 _original_post_init = TensorDescriptor.__post_init__
 
 
+def tensor_of(value: Any) -> Any:
+    """The tensor a kernel argument refers to: a descriptor's base, else the argument."""
+    return value.base if isinstance(value, TensorDescriptor) else value
+
+
+def _tf32_option(round_tf32: bool) -> dict:
+    # Passed only when set: Triton 3.6's TensorDescriptor has no such field.
+    return {"round_f32_to_tf32": True} if round_tf32 else {}
+
+
 def _int_of(value: Any) -> Any:
     """A block-shape entry as an int (constexpr wrappers and symbolic values are specialised)."""
     if isinstance(value, tl.constexpr):
@@ -122,8 +132,7 @@ def representative(static: tuple, pointer) -> TensorDescriptor:
     pointer's dtype, block shape, padding): the shape and strides are placeholders."""
     _, block, padding, tf32 = static
     rank = len(block)
-    kwargs = {"round_f32_to_tf32": True} if tf32 else {}
-    return TensorDescriptor(pointer, list(block), [16] * (rank - 1) + [1], list(block), padding, **kwargs)
+    return TensorDescriptor(pointer, list(block), [16] * (rank - 1) + [1], list(block), padding, **_tf32_option(tf32))
 
 
 def concrete_descriptor(desc: TensorDescriptor, base: torch.Tensor, where: str) -> TensorDescriptor:
@@ -132,11 +141,10 @@ def concrete_descriptor(desc: TensorDescriptor, base: torch.Tensor, where: str) 
     Triton refuses the tensor (as the launch path's own checks would)."""
     from ._tracer import concrete
 
-    kwargs = {"round_f32_to_tf32": True} if getattr(desc, "round_f32_to_tf32", False) else {}
     shape, strides = [concrete(s) for s in desc.shape], [concrete(s) for s in desc.strides]
     try:
         return TensorDescriptor(base, shape, strides, [int(_int_of(b)) for b in desc.block_shape], desc.padding,
-                                **kwargs)
+                                **_tf32_option(getattr(desc, "round_f32_to_tf32", False)))
     except AssertionError as e:
         raise ValueError(f"{where}: {e} (shape {shape}, strides {strides}, {base.dtype}, base address "
                          f"0x{base.data_ptr():x}); TMA needs a 16-byte aligned base, strides that are multiples of "

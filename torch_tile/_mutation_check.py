@@ -67,12 +67,10 @@ class _FallbackSeen(logging.Filter):
 
 
 def _concrete(value: Any) -> Any:
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
+    from ._descriptors import tensor_of
     from ._tracer import TensorProxy, concrete
 
-    if isinstance(value, TensorDescriptor):  # torch's analysis rebuilds it from the tensor (descriptor metadata)
-        value = value.base
+    value = tensor_of(value)  # torch's analysis rebuilds a descriptor from its tensor (descriptor metadata)
     if isinstance(value, TensorProxy):
         return torch.empty(16, dtype=value.dtype)  # only dtype and (aligned) address matter
     return concrete(value)

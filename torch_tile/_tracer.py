@@ -9,7 +9,6 @@ branches on sizes become guards. See DESIGN.md, "Launch plan".
 from __future__ import annotations
 
 import contextlib
-
 import sys
 import threading
 from typing import TYPE_CHECKING, Any, Optional
@@ -536,8 +535,7 @@ class Tracer(GuardSink, LaunchMode):
             with direct_launches(), _pop_mode_temporarily(), _outside_trace():
                 real_args = [real(a, n) for n, a in zip(tuner.fn.arg_names, args)]
                 real_kwargs = {k: real(v, k) for k, v in kwargs.items()}
-                bases = [a.base if isinstance(a, TensorDescriptor) else a for a in args]
-                inputs = {n for n, a in zip(tuner.fn.arg_names, bases)
+                inputs = {n for n, a in zip(tuner.fn.arg_names, map(_descriptors.tensor_of, args))
                           if isinstance(a, TensorProxy) and a._slot < self.num_args}
                 return _autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
 
@@ -562,9 +560,7 @@ class Tracer(GuardSink, LaunchMode):
             if params is None:
                 return  # not analysable: trust the declaration
             for name in params:
-                value = arguments[name]
-                if isinstance(value, TensorDescriptor):  # a descriptor store writes its base
-                    value = value.base
+                value = _descriptors.tensor_of(arguments[name])  # a descriptor store writes its base
                 if isinstance(value, TensorProxy) and value._slot < self.num_args:
                     written.setdefault(value._slot, f"{kernel.fn.__name__}({name})")
         declared = set(self.op.mutated_args)

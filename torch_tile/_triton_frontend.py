@@ -420,9 +420,7 @@ class InterpretLaunches(LaunchMode):
             if config.pre_hook is not None:
                 config.pre_hook({**named, **kwargs})
             kernel = jit
-        for value in list(args) + list(kwargs.values()):
-            if isinstance(value, TensorDescriptor):
-                value = value.base
+        for value in map(_descriptors.tensor_of, list(args) + list(kwargs.values())):
             if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
                 raise NotImplementedError(
                     f"{kernel.fn.__name__}: Triton's interpreter (the CPU debug path) computes wrong results "

@@ -140,23 +140,17 @@ void pack_param(const char* op, const LaunchStep& step, size_t index, ParamType 
   }
 }
 
-// Shape (part < rank) or stride (part - rank) of a descriptor binding.
-int64_t descriptor_component(const DescriptorBinding& d, int part, const EvalContext& ctx) {
-  const int rank = int(d.shape.size());
-  return part < rank ? d.shape[size_t(part)].evaluate(ctx) : d.strides[size_t(part - rank)].evaluate(ctx);
-}
-
-// The CUtensorMap of a descriptor binding for this call (cached per thread).
+// The CUtensorMap of a descriptor binding for this call (cached per thread);
+// `r` receives the evaluated shape and strides, which the kernel takes next.
 void build_tensor_map(const char* op, const LaunchStep& step, const Binding& b, const TensorMapMeta& meta,
-                      const CallArgs& args, cu::CUtensorMap& out) {
+                      const CallArgs& args, TensorMapRequest& r, cu::CUtensorMap& out) {
   const EvalContext ctx = args.eval();
   const TensorArg& base = args.slots[b.slot];
-  TensorMapRequest r;
   r.base = base.data;
   r.rank = int32_t(b.desc.shape.size());
   for (int k = 0; k < r.rank; ++k) {
-    r.shape[k] = descriptor_component(b.desc, k, ctx);
-    r.strides[k] = descriptor_component(b.desc, r.rank + k, ctx);
+    r.shape[k] = b.desc.shape[size_t(k)].evaluate(ctx);
+    r.strides[k] = b.desc.strides[size_t(k)].evaluate(ctx);
   }
   r.elem_size = int32_t(base.dtype.bits / 8);
   r.nan_padding = b.desc.nan_padding;
@@ -218,18 +212,19 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Co
 
   const size_t n = bin.runtime_params.size();
   int num_maps = 0;
+  TensorMapRequest descriptor;  // the last descriptor's values: its shape and strides follow its map
   for (size_t j = 0; j < n; ++j) {
     const int32_t p = bin.runtime_params[j];
     const ParamType type = bin.runtime_param_types[j];
     const int part = bin.runtime_param_parts[j];
     out.map_of_param[j] = -1;
     if (type == ParamType::TensorMap) {
-      build_tensor_map(op, step, step.bindings[size_t(p)], bin.tensor_maps[size_t(num_maps)], args,
+      build_tensor_map(op, step, step.bindings[size_t(p)], bin.tensor_maps[size_t(num_maps)], args, descriptor,
                        out.tensor_maps[num_maps]);
       out.map_of_param[j] = int8_t(num_maps++);
     } else if (part >= 0) {
       ParamValue v;
-      v.i = descriptor_component(step.bindings[size_t(p)].desc, part, ctx);
+      v.i = part < descriptor.rank ? descriptor.shape[part] : descriptor.strides[part - descriptor.rank];
       pack_param(op, step, size_t(p), type, v, &out.storage[j]);
     } else {
       pack_param(op, step, size_t(p), type, values[p], &out.storage[j]);
