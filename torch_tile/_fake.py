@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from ._call_arguments import check_call_arguments
 from ._expr import evaluate
 from ._launch_mode import SkipLaunches, launch_mode
 from ._tracer import ALLOC_EMPTY_LIKE
@@ -51,10 +52,11 @@ def _all_hinted(args) -> bool:
 
 
 def fake_call(op: "TileOp", args: tuple):
+    check_call_arguments(op, args)  # the devices, before the stand-ins below become meta tensors
     if not _all_hinted(args):
         with launch_mode(SkipLaunches()):
             return op.fn(*args)
-    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
     plan = op.trace(*[_hinted(a) for a in args], device=device)
     tensors = list(args)  # inputs by argument index, then outputs by slot
     for code in plan["shape_guards"]:

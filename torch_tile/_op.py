@@ -16,8 +16,9 @@ from ._tracer import Tracer
 from ._triton_frontend import InterpretLaunches, config_fingerprint, launch_config
 from ._version import __version__
 
-# Argument kinds understood by the C++ op (csrc/torch/tile_op.h: ArgKind).
+# Argument kinds understood by the C++ op (csrc/torch/tile_op.h: ArgKind), by schema type.
 _ARG_KINDS = {"Tensor": 0, "int": 1, "SymInt": 1, "float": 2, "bool": 3}
+_KIND_NAMES = {0: "Tensor", 1: "int", 2: "float", 3: "bool"}
 
 
 class TileOp:
@@ -64,6 +65,7 @@ class TileOp:
                     f"{' (keyword-only)' if a.kwarg_only else ''}; supported: positional Tensor, int, float, bool"
                 )
             kinds.append(kind)
+        self.arg_kinds = [_KIND_NAMES[k] for k in kinds]  # checked per call on the Python paths
         for r in parsed.returns:
             if str(r.type) != "Tensor":
                 raise TypeError(f"torch_tile.op {qualname}: returns must be Tensors, got {r.type}")
@@ -151,7 +153,8 @@ class TileOp:
 
     def _interpret(self, *args):
         # Trace too (cheap next to the interpreter), so that a body the CUDA
-        # path cannot take fails here with the same TraceError.
+        # path cannot take fails here with the same TraceError (the tracer
+        # checks the arguments as the CUDA kernel does).
         Tracer(self, args).run()
         with launch_mode(InterpretLaunches()):
             return self.fn(*args)

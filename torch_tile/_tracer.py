@@ -9,6 +9,7 @@ branches on sizes become guards. See DESIGN.md, "Launch plan".
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import threading
 from typing import TYPE_CHECKING, Any, Optional
@@ -19,7 +20,8 @@ from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from triton.runtime.autotuner import Autotuner
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import _descriptors, _expr
+from . import _C, _descriptors, _expr
+from ._call_arguments import check_call_arguments
 from ._expr import GuardSink, Op, SymbolicInt
 from ._launch_mode import LaunchMode, direct_launches, launch_mode
 
@@ -339,6 +341,7 @@ class Tracer(GuardSink, LaunchMode):
         self.launches: list[dict] = []
         self._writes: list[tuple[Any, dict, dict]] = []  # (kernel, step, bound arguments) per launch
         self.device: Optional[torch.device] = None
+        check_call_arguments(op, args)
         self.stand_ins = [self._stand_in(i, a) for i, a in enumerate(args)]
         if device is not None:
             self.device = device
@@ -451,6 +454,8 @@ class Tracer(GuardSink, LaunchMode):
         return TensorProxy(self, slot, f"out{len(self.allocs) - 1}", meta)
 
     def _alloc(self, size: list, dtype: torch.dtype, zero: bool) -> TensorProxy:
+        if len(size) > _C.MAX_SHAPE_RANK:
+            raise self.error(f"allocation of rank {len(size)}; at most {_C.MAX_SHAPE_RANK} is supported")
         shape = []
         values = []
         for s in size:
@@ -460,6 +465,8 @@ class Tracer(GuardSink, LaunchMode):
             values.append(s.value if isinstance(s, SymbolicInt) else s)
         if any(c < 0 for c in values):
             raise self.error(f"negative allocation size {values}")
+        if 0 not in values and math.prod(values) * dtype.itemsize > _expr.INT64_MAX:
+            raise self.error(f"allocation of shape {values} and dtype {dtype} would need more than 2^63 bytes")
         self.allocs.append({"kind": ALLOC_EMPTY, "shape": shape, "like": -1, "dtype": dtype, "zero": zero})
         return self._new_output(TensorMeta(values, contiguous_strides(values), dtype))
 
@@ -546,7 +553,9 @@ class Tracer(GuardSink, LaunchMode):
         previous = _current_tracer()
         _local.tracer = self
         try:
-            with launch_mode(self), _FactoryMode(self), _SymbolicTritonHelpers():
+            # A tensor subclass's __torch_function__ calls the op with subclass
+            # handling disabled, which would hide the stand-ins' own handler.
+            with torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), _SymbolicTritonHelpers():
                 result = self.op.fn(*self.stand_ins)
         finally:
             _local.tracer = previous

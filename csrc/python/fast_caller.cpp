@@ -6,6 +6,8 @@
 #include <ATen/PythonTorchFunctionTLS.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "../torch/tile_op.h"
@@ -17,7 +19,9 @@ namespace {
 
 struct FastCaller {
   c10::OperatorHandle op;
+  std::string qualname;
   std::vector<ArgKind> kinds;
+  std::vector<std::string> names;
   size_t num_returns;
   PyObject* fallback;  // torch's own entry (owned reference)
 };
@@ -59,7 +63,33 @@ bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
   return false;
 }
 
+// torch's argument parser reads None as False for a bool (pybind11's bool
+// conversion) and as an undefined tensor for a Tensor; a scalar argument
+// given None is refused here, before it can be read as a value.
+bool refuse_none_scalars(const FastCaller& c, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nargs + nkw; ++i) {
+    if (args[i] != Py_None) continue;
+    size_t index = size_t(i);
+    if (i >= nargs) {
+      const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i - nargs));
+      if (name == nullptr) return true;
+      index = size_t(std::find(c.names.begin(), c.names.end(), name) - c.names.begin());
+    }
+    if (index >= c.kinds.size()) continue;  // torch's parser reports unknown or extra arguments
+    const ArgKind kind = c.kinds[index];
+    if (kind == ArgKind::Int || kind == ArgKind::Float || kind == ArgKind::Bool) {
+      const char* expected = kind == ArgKind::Int ? "an int" : kind == ArgKind::Float ? "a float" : "a bool";
+      PyErr_Format(PyExc_TypeError, "%s: argument '%s' expected %s, got None", c.qualname.c_str(),
+                   c.names[index].c_str(), expected);
+      return true;
+    }
+  }
+  return false;
+}
+
 PyObject* call_fallback(FastCaller& c, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  if (refuse_none_scalars(c, args, PyVectorcall_NARGS(nargsf), kwnames)) return nullptr;
   return PyObject_Vectorcall(c.fallback, args, nargsf, kwnames);
 }
 
@@ -116,8 +146,9 @@ PyMethodDef kFastCallDef = {"tile_op_call", reinterpret_cast<PyCFunction>(reinte
 py::object make_fast_caller(const std::string& qualname, py::object fallback) {
   const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
   if (!tile_op) throw py::value_error("no tile op named " + qualname);
-  auto* caller = new FastCaller{c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), ""),
-                                tile_op->arg_kinds(), size_t(tile_op->num_returns()), fallback.release().ptr()};
+  auto* caller = new FastCaller{c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), ""), qualname,
+                                tile_op->arg_kinds(), tile_op->arg_names(), size_t(tile_op->num_returns()),
+                                fallback.release().ptr()};
   py::object capsule = py::reinterpret_steal<py::object>(PyCapsule_New(caller, kCapsuleName, destroy_caller));
   if (!capsule) {
     Py_XDECREF(caller->fallback);

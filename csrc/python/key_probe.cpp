@@ -23,7 +23,7 @@ TensorArg cpu_view(const at::Tensor& t) { return view_of(t, dl_dtype_of(t)); }
 py::list specialization_keys(const py::dict& plan_dict, const py::tuple& args) {
   try {
     const std::unique_ptr<LaunchPlan> plan = plan_from_python(plan_dict);
-    plan->validate(int(args.size()));
+    plan->validate("key probe", int(args.size()));
     CallArgs call;
     std::vector<at::Tensor> tensors(args.size() + plan->allocs.size());  // by slot
     call.num_args = int32_t(args.size());

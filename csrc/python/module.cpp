@@ -2,12 +2,17 @@
 // runtime's counters and the launch benchmarks.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/DynamicTypes.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/extension.h>
 
 #include "../runtime/counters.h"
 #include "../runtime/error.h"
 #include "../torch/error_translation.h"
+#include "../runtime/limits.h"
+#include "../torch/dtype_map.h"
 #include "../torch/tile_op.h"
+#include "../torch/written_argument_check.h"
 #include "benchmarks.h"
 #include "fast_caller.h"
 #include "key_probe.h"
@@ -55,6 +60,27 @@ void set_backward(const std::string& qualname, py::object apply_fn) {
   }
 }
 
+// The Python paths (CPU interpreter, fake) check in-place calls as the CUDA kernel does.
+void check_written_python_arguments(const std::string& qualname, const py::tuple& args) {
+  const std::shared_ptr<TileOp> op = find_tile_op(qualname);
+  if (!op) throw py::value_error("no tile op named " + qualname);
+  if (op->written_args().empty()) return;
+  // Arguments left at their defaults may be absent (they are never tensors).
+  std::vector<c10::IValue> values(op->arg_names().size());
+  for (size_t i = 0; i < args.size() && i < values.size(); ++i) {
+    if (THPVariable_Check(args[i].ptr())) values[i] = THPVariable_Unpack(args[i].ptr());
+  }
+  check_written_arguments(qualname, op->arg_names(), op->written_args(), values.data());
+}
+
+py::list kernel_dtypes() {
+  py::list dtypes;
+  for (const c10::ScalarType t : kernel_scalar_types()) {
+    dtypes.append(py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(t))));
+  }
+  return dtypes;
+}
+
 py::dict counter_values() {
   const Counters& c = counters();
   py::dict d;
@@ -90,6 +116,10 @@ PYBIND11_MODULE(_C, m) {
         auto k = find_kernel_cache(kernel_id);
         return k ? int64_t(k->size()) : int64_t(-1);
       }, "Number of compiled variants a kernel has.");
+  m.def("check_written_arguments", &check_written_python_arguments, py::arg("qualname"), py::arg("args"),
+        "Raises ValueError if a tensor the op writes overlaps itself or partially overlaps another argument.");
+  m.def("kernel_dtypes", &kernel_dtypes, "The torch dtypes a tile kernel can take.");
+  m.attr("MAX_SHAPE_RANK") = kMaxShapeRank;
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   bind_benchmarks(m);
   bind_key_probe(m);

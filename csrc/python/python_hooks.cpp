@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 
 #include "../runtime/counters.h"
+#include "../runtime/error.h"
 #include "plan_from_python.h"
 
 namespace py = pybind11;
@@ -41,8 +42,19 @@ KernelBinary PythonCompiler::compile(const KernelCache& kernel, const Specializa
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
   py::list words(key.size);
   for (uint32_t i = 0; i < key.size; ++i) words[i] = py::int_(key.words[i]);
-  const py::dict result = compile_fn_(kernel.id(), words, capability);
-  return binary_from_python(result);
+  try {
+    const py::dict result = compile_fn_(kernel.id(), words, capability);
+    return binary_from_python(result);
+  } catch (py::error_already_set& e) {
+    // Keep the frontend's message and the kind of error; the launch path adds op, kernel and site.
+    const ErrorKind kind = e.matches(PyExc_ValueError)            ? ErrorKind::Value
+                           : e.matches(PyExc_TypeError)           ? ErrorKind::Type
+                           : e.matches(PyExc_NotImplementedError) ? ErrorKind::NotImplemented
+                                                                  : ErrorKind::Runtime;
+    const std::string message = std::string(py::str(e.type().attr("__name__"))) + ": " +
+                                std::string(py::str(e.value()));
+    fail(kind, "compiling " + kernel.name() + " failed: " + message);
+  }
 }
 
 void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::Stack& stack) {

@@ -99,7 +99,8 @@ struct LaunchPlan {
   std::vector<LaunchStep> launches;
   std::vector<int32_t> outputs;  // slots returned, in order
 
-  void validate(int num_args) const;
+  // Checks slots, ranks and expressions against the runtime's limits; errors name `op`.
+  void validate(const std::string& op, int num_args) const;
 };
 
 }  // namespace torch_tile

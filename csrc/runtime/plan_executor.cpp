@@ -1,5 +1,6 @@
 #include "plan_executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -23,25 +24,33 @@ void InlineCache::remember(const SpecializationKey& key, CompiledKernel* kernel)
   entries_.push_back(std::move(entry));
 }
 
-void LaunchPlan::validate(int num_args) const {
+void LaunchPlan::validate(const std::string& op, int num_args) const {
   const int num_slots = num_args + int(allocs.size());
   if (num_args > kMaxOpArgs || num_slots > kMaxSlots) {
-    fail(ErrorKind::NotImplemented, "op has too many arguments or outputs for torch_tile");
+    fail(ErrorKind::NotImplemented, op + ": " + std::to_string(num_args) + " arguments and " +
+                                        std::to_string(allocs.size()) + " allocations; torch_tile takes at most " +
+                                        std::to_string(kMaxOpArgs) + " arguments and " + std::to_string(kMaxSlots) +
+                                        " tensors in all");
   }
   auto check_slot = [&](int slot) {
-    if (slot < 0 || slot >= num_slots) fail(ErrorKind::Runtime, "launch plan references a bad slot");
+    if (slot < 0 || slot >= num_slots) fail(ErrorKind::Runtime, op + ": launch plan references a bad slot");
   };
   for (const TensorGuard& g : tensor_guards) check_slot(g.arg);
   for (const Expr& g : guards) g.validate();
-  for (const AllocStep& a : allocs) {
+  for (size_t i = 0; i < allocs.size(); ++i) {
+    const AllocStep& a = allocs[i];
     if (a.kind == AllocStep::Kind::EmptyLike) check_slot(a.like_slot);
-    if (a.shape.size() > size_t(kMaxShapeRank)) fail(ErrorKind::NotImplemented, "output rank too large");
+    if (a.shape.size() > size_t(kMaxShapeRank)) {
+      fail(ErrorKind::NotImplemented, op + ": allocation " + std::to_string(i) + " has rank " +
+                                          std::to_string(a.shape.size()) + "; at most " +
+                                          std::to_string(kMaxShapeRank) + " is supported");
+    }
     for (const Expr& e : a.shape) e.validate();
   }
   for (const LaunchStep& l : launches) {
-    if (!l.kernel) fail(ErrorKind::Runtime, "launch plan step without a kernel");
+    if (!l.kernel) fail(ErrorKind::Runtime, op + ": launch plan step without a kernel");
     if (l.bindings.size() > size_t(kMaxKernelParams)) {
-      fail(ErrorKind::NotImplemented, "kernel " + l.kernel->name() + " has more than " +
+      fail(ErrorKind::NotImplemented, op + ": kernel " + l.kernel->name() + " has more than " +
                                           std::to_string(kMaxKernelParams) + " parameters");
     }
     for (const Expr& g : l.grid) g.validate();
@@ -50,7 +59,7 @@ void LaunchPlan::validate(int num_args) const {
       if (b.kind == BindingKind::TensorDesc) {
         const size_t rank = b.desc.shape.size();
         if (rank == 0 || rank > size_t(kMaxTensorMapRank) || b.desc.strides.size() != rank) {
-          fail(ErrorKind::Runtime, "launch plan has a tensor descriptor of bad rank");
+          fail(ErrorKind::Runtime, op + ": launch plan has a tensor descriptor of bad rank");
         }
         for (const Expr& e : b.desc.shape) e.validate();
         for (const Expr& e : b.desc.strides) e.validate();
@@ -159,11 +168,17 @@ void build_tensor_map(const char* op, const LaunchStep& step, const Binding& b, 
   out = cached_tensor_map(tensor_map_encoding(meta, r, site), site);
 }
 
-CompiledKernel* find_variant(const LaunchStep& step, const SpecializationKey& key, Compiler& compiler,
-                             int device) {
+CompiledKernel* find_variant(const char* op, const LaunchStep& step, const SpecializationKey& key,
+                             Compiler& compiler, int device) {
   if (CompiledKernel* k = step.inline_cache->lookup(key)) return k;
   counters().map_lookups.fetch_add(1, std::memory_order_relaxed);
-  CompiledKernel* k = step.kernel->get_or_compile(key, compiler, device_info(device).capability);
+  CompiledKernel* k = nullptr;
+  try {
+    k = step.kernel->get_or_compile(key, compiler, device_info(device).capability);
+  } catch (const Error& e) {
+    fail(e.kind(), std::string(op) + ": kernel " + step.kernel->name() + " (launched at " + step.site + "): " +
+                       e.what());
+  }
   step.inline_cache->remember(key, k);
   return k;
 }
@@ -199,7 +214,7 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Co
   evaluate_bindings(step, args, values);
   SpecializationKey key;
   key_from_values(step, args, values, key);
-  CompiledKernel* kernel = find_variant(step, key, compiler, args.device);
+  CompiledKernel* kernel = find_variant(op, step, key, compiler, args.device);
   const KernelBinary& bin = kernel->binary();
 
   const DeviceInfo& info = device_info(args.device);
@@ -292,6 +307,27 @@ void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey
   key_from_values(step, args, values, key);
 }
 
+namespace {
+
+// An allocation whose byte size leaves int64 is refused here, naming the op,
+// rather than by the allocator with a message that names neither.
+void check_allocation_size(const char* op, int index, const AllocStep& a, const int64_t* shape, int rank) {
+  if (a.kind == AllocStep::Kind::EmptyLike) return;  // the size of an existing tensor
+  int64_t bytes = std::max<int64_t>(unpack_dtype(a.dtype).bits / 8, 1);
+  bool overflow = false;
+  for (int d = 0; d < rank; ++d) {
+    if (shape[d] == 0) return;
+    overflow = overflow || __builtin_mul_overflow(bytes, shape[d], &bytes);
+  }
+  if (!overflow) return;
+  std::string dims;
+  for (int d = 0; d < rank; ++d) dims += (d ? ", " : "") + std::to_string(shape[d]);
+  fail(ErrorKind::Value, std::string(op) + ": allocation " + std::to_string(index) + " of shape [" + dims +
+                             "] would need more than 2^63 bytes");
+}
+
+}  // namespace
+
 void allocate_outputs(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name) {
   int slot = args.num_args;
   for (const AllocStep& a : plan.allocs) {
@@ -305,6 +341,7 @@ void allocate_outputs(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, 
                                    std::to_string(shape[d]));
       }
     }
+    check_allocation_size(op_name, slot - args.num_args, a, shape, rank);
     args.slots[slot] = host.allocate(slot, a, shape, rank);
     args.num_slots = ++slot;
   }

@@ -42,6 +42,12 @@ bool to_dl_dtype(c10::ScalarType t, DLDataType* out) {
   return false;
 }
 
+std::vector<c10::ScalarType> kernel_scalar_types() {
+  std::vector<c10::ScalarType> types;
+  for (const Entry& e : kTable) types.push_back(e.scalar);
+  return types;
+}
+
 DLDataType dl_dtype_of(const at::TensorBase& t) {
   DLDataType dl{};
   if (!to_dl_dtype(t.scalar_type(), &dl)) {

@@ -12,6 +12,7 @@
 #include "error_translation.h"
 #include "op_library.h"
 #include "torch_launch_host.h"
+#include "written_argument_check.h"
 
 namespace torch_tile {
 namespace {
@@ -27,19 +28,15 @@ class TileOpKernel final : public c10::OperatorKernel {
   std::shared_ptr<TileOp> op_;
 };
 
-std::string argument_name(const TileOp& op, size_t i) {
-  const auto handle = c10::Dispatcher::singleton().findSchema({op.qualname(), ""});
-  if (handle.has_value()) {
-    const auto& args = handle->schema().arguments();
-    if (i < args.size()) return "'" + args[i].name() + "'";
-  }
-  return "#" + std::to_string(i);
-}
+std::string argument_name(const TileOp& op, size_t i) { return "'" + op.arg_names()[i] + "'"; }
 
 [[noreturn]] void bad_argument(const TileOp& op, ErrorKind kind, size_t i, const std::string& expected,
                                const std::string& got) {
   fail(kind, op.qualname() + ": argument " + argument_name(op, i) + " expected " + expected + ", got " + got);
 }
+
+// What a schema-typed argument holds instead of the expected kind ("None", "Int"...).
+std::string kind_of(const c10::IValue& v) { return v.isNone() ? "None" : std::string("a value of kind ") + v.tagKind(); }
 
 }  // namespace
 
@@ -54,8 +51,9 @@ void TileOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
     args.slots[i] = TensorArg{};
     switch (op.arg_kinds()[i]) {
       case ArgKind::Tensor: {
+        if (!v.isTensor()) bad_argument(op, ErrorKind::Type, i, "a Tensor", kind_of(v));
         const at::Tensor& t = v.toTensor();
-        if (!t.defined()) bad_argument(op, ErrorKind::Value, i, "a defined tensor", "an undefined tensor");
+        if (!t.defined()) bad_argument(op, ErrorKind::Type, i, "a Tensor", "None (an undefined tensor)");
         if (!t.is_cuda()) {
           bad_argument(op, ErrorKind::Value, i, "a CUDA tensor (all tensor arguments on one device)",
                        "a tensor on " + t.device().str());
@@ -78,9 +76,18 @@ void TileOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
         args.slots[i] = view_of(t, dl);
         break;
       }
-      case ArgKind::Int: args.ints[i] = v.toInt(); break;
-      case ArgKind::Bool: args.ints[i] = v.toBool() ? 1 : 0; break;
-      case ArgKind::Float: args.floats[i] = v.toDouble(); break;
+      case ArgKind::Int:
+        if (!v.isInt()) bad_argument(op, ErrorKind::Type, i, "an int", kind_of(v));
+        args.ints[i] = v.toInt();
+        break;
+      case ArgKind::Bool:
+        if (!v.isBool()) bad_argument(op, ErrorKind::Type, i, "a bool", kind_of(v));
+        args.ints[i] = v.toBool() ? 1 : 0;
+        break;
+      case ArgKind::Float:
+        if (!v.isDouble()) bad_argument(op, ErrorKind::Type, i, "a float", kind_of(v));
+        args.floats[i] = v.toDouble();
+        break;
       case ArgKind::Other: break;
     }
   }
@@ -96,6 +103,16 @@ TileOp::TileOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_ret
   if (arg_kinds_.size() > size_t(kMaxOpArgs)) {
     fail(ErrorKind::NotImplemented, qualname_ + ": more than " + std::to_string(kMaxOpArgs) + " arguments");
   }
+  const c10::FunctionSchema& schema =
+      c10::Dispatcher::singleton().findSchemaOrThrow(qualname_.c_str(), "").schema();
+  if (schema.arguments().size() != arg_kinds_.size()) {
+    fail(ErrorKind::Runtime, qualname_ + ": the argument kinds do not match the schema's arguments");
+  }
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const c10::Argument& a = schema.arguments()[i];
+    arg_names_.push_back(a.name());
+    if (a.alias_info() != nullptr && a.alias_info()->isWrite()) written_args_.push_back(int(i));
+  }
 }
 
 const LaunchPlan& TileOp::plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first) {
@@ -105,7 +122,7 @@ const LaunchPlan& TileOp::plan_for(const CallArgs& args, const torch::jit::Stack
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, stack, first);
   counters().traces.fetch_add(1, std::memory_order_relaxed);
-  plan->validate(int(arg_kinds_.size()));
+  plan->validate(qualname_, int(arg_kinds_.size()));
   if (!plan_matches(*plan, args)) {
     fail(ErrorKind::Runtime, qualname_ + ": the traced plan's guards do not hold for the call that traced it");
   }
@@ -119,6 +136,7 @@ void TileOp::call(torch::jit::Stack& stack, PreparedLaunch* last) {
   try {
     CallArgs args;
     read_arguments(in, args);
+    if (!written_args_.empty()) check_written_arguments(qualname_, arg_names_, written_args_, in);
     const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device));
     // Switch devices only when needed: the guard costs runtime calls on every call.
     c10::OptionalDeviceGuard device_guard;

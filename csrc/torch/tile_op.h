@@ -31,11 +31,15 @@ enum class ArgKind : int32_t { Tensor = 0, Int = 1, Float = 2, Bool = 3, Other =
 
 class TileOp {
  public:
+  // The op's schema must already be defined (its names and alias annotations are read).
   TileOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
          std::shared_ptr<PlanTracer> tracer, std::shared_ptr<Compiler> compiler);
 
   const std::string& qualname() const { return qualname_; }
   const std::vector<ArgKind>& arg_kinds() const { return arg_kinds_; }
+  // The schema's argument names, and the indices of the arguments it marks as written.
+  const std::vector<std::string>& arg_names() const { return arg_names_; }
+  const std::vector<int>& written_args() const { return written_args_; }
   int num_returns() const { return num_returns_; }
   PlanSet& plans() { return plans_; }
   Compiler& compiler() { return *compiler_; }
@@ -52,6 +56,8 @@ class TileOp {
 
   const std::string qualname_;
   const std::vector<ArgKind> arg_kinds_;
+  std::vector<std::string> arg_names_;
+  std::vector<int> written_args_;
   const int num_returns_;
   std::shared_ptr<PlanTracer> tracer_;
   std::shared_ptr<Compiler> compiler_;

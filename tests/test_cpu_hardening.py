@@ -1,0 +1,179 @@
+"""CPU tests: bad calls get a clear exception naming op and argument, never a
+silently wrong result (issue 10). The same calls on the CUDA path are in
+tests/test_gpu_hardening.py; the example kernels' strides and dtypes are in
+tests/test_cpu_hardening_kernels.py, the disk cache's faults in
+tests/test_cpu_hardening_cache.py, threads and processes in
+tests/test_cpu_hardening_concurrency.py.
+"""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import torch_tile as tt
+from torch_tile import kernels  # noqa: F401  (registers tile::add, tile::add_)
+
+
+@triton.jit
+def _copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+@tt.op("hardening::scaled_copy")
+def scaled_copy(x: torch.Tensor, n: int, flag: bool) -> torch.Tensor:
+    out = torch.empty_like(x)
+    if flag:
+        _copy_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128)
+    return out
+
+
+@tt.op("hardening::alloc")
+def alloc(x: torch.Tensor, rank: int, size: int) -> torch.Tensor:
+    return torch.zeros([size] * int(rank), device=x.device)
+
+
+@tt.op("hardening::copy_into", mutates_args=("out",))
+def copy_into(out: torch.Tensor, src: torch.Tensor) -> None:
+    n = src.numel()
+    _copy_kernel[(triton.cdiv(n, 128),)](src, out, n, BLOCK=128)
+
+
+# -- partially overlapping in-place arguments ------------------------------------------------------------
+
+
+def test_add_inplace_partial_overlap_is_refused_like_torch():
+    a = torch.arange(2048.0)
+    with pytest.raises(RuntimeError):  # torch's own refusal, for reference
+        a[1:].add_(a[:-1])
+    before = a.clone()
+    with pytest.raises(ValueError, match=r"tile::add_: argument 'x' is written and partially overlaps argument 'y'"):
+        torch.ops.tile.add_(a[1:], a[:-1])
+    assert torch.equal(a, before)  # nothing ran
+
+
+def test_add_inplace_same_tensor_is_allowed_like_torch():
+    a = torch.arange(100.0)
+    torch.ops.tile.add_(a, a)
+    torch.testing.assert_close(a, torch.arange(100.0) * 2, rtol=0, atol=0)
+
+
+def test_add_inplace_disjoint_views_of_one_storage_are_allowed():
+    a = torch.arange(200.0)
+    expected = a[:100] + a[100:]
+    torch.ops.tile.add_(a[:100], a[100:])
+    torch.testing.assert_close(a[:100], expected, rtol=0, atol=0)
+
+
+def test_written_argument_with_internal_overlap_is_refused():
+    target = torch.zeros(1).expand(16)
+    with pytest.raises(ValueError, match=r"hardening::copy_into: argument 'out' is written, but several of its"):
+        copy_into(target, torch.randn(16))
+
+
+def test_two_written_arguments_on_one_memory_are_refused():
+    @tt.op("hardening::copy_both", mutates_args=("a", "b"))
+    def copy_both(a: torch.Tensor, b: torch.Tensor, src: torch.Tensor) -> None:
+        n = src.numel()
+        _copy_kernel[(triton.cdiv(n, 128),)](src, a, n, BLOCK=128)
+        _copy_kernel[(triton.cdiv(n, 128),)](src, b, n, BLOCK=128)
+
+    t = torch.zeros(8)
+    with pytest.raises(ValueError, match=r"argument 'a' is written and is the same memory as argument 'b'"):
+        copy_both(t, t, torch.ones(8))
+    a, b = torch.zeros(8), torch.zeros(8)
+    copy_both(a, b, torch.ones(8))
+    assert torch.equal(a, torch.ones(8)) and torch.equal(b, torch.ones(8))
+
+
+def test_partial_overlap_is_refused_on_fake_tensors_too():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        a = torch.empty(64)
+        with pytest.raises(ValueError, match="partially overlaps"):
+            torch.ops.tile.add_(a[1:], a[:-1])
+
+
+# -- tensors on different devices ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["cpu_meta", "meta_cpu"])
+def test_meta_mixed_with_cpu_is_refused(order):
+    x, m = torch.randn(16), torch.empty(16, device="meta")
+    with pytest.raises(RuntimeError):  # torch refuses in every order
+        (x + m) if order == "cpu_meta" else (m + x)
+    args = (x, m) if order == "cpu_meta" else (m, x)
+    first, second = ("cpu", "meta") if order == "cpu_meta" else ("meta", "cpu")
+    with pytest.raises(ValueError, match=rf"tile::add: argument 'y' expected a tensor on {first} like argument "
+                                         rf"'x', got a tensor on {second}"):
+        torch.ops.tile.add(*args)
+
+
+def test_meta_mixed_with_cpu_is_refused_under_fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        x = mode.from_tensor(torch.randn(16))
+        m = mode.from_tensor(torch.empty(16, device="meta"))
+        with pytest.raises(ValueError, match="expected a tensor on cpu like argument 'x', got a tensor on meta"):
+            torch.ops.tile.add(x, m)
+
+
+# -- arguments of the wrong kind ---------------------------------------------------------------------------
+
+
+def test_none_for_a_tensor_names_op_and_argument():
+    with pytest.raises(TypeError, match=r"tile::add: argument 'y' expected a Tensor, got None"):
+        torch.ops.tile.add(torch.randn(4), None)
+
+
+def test_none_for_a_bool_is_refused_not_read_as_false():
+    x = torch.randn(4)
+    with pytest.raises(TypeError, match=r"hardening::scaled_copy: argument 'flag' expected a bool, got None"):
+        scaled_copy(x, 4, None)
+    torch.testing.assert_close(scaled_copy(x, 4, True), x)
+
+
+def test_none_for_an_int_is_refused():
+    with pytest.raises((TypeError, RuntimeError), match=r"'n'"):
+        scaled_copy(torch.randn(4), None, True)
+
+
+def test_complex_input_names_op_argument_and_dtype():
+    z = torch.randn(4, dtype=torch.complex64)
+    with pytest.raises(TypeError, match=r"tile::add: argument 'x' expected a dtype a tile kernel can take, got "
+                                        r"torch.complex64"):
+        torch.ops.tile.add(z, z)
+
+
+def test_tensor_subclass_is_traced_as_a_tensor():
+    class Tagged(torch.Tensor):
+        pass
+
+    x = torch.randn(300)
+    y = torch.randn(300)
+    out = torch.ops.tile.add(x.as_subclass(Tagged), y.as_subclass(Tagged))
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), x + y, rtol=0, atol=0)
+
+
+def test_output_rank_above_the_limit_names_the_op():
+    x = torch.randn(2)
+    assert alloc(x, 2, 3).shape == (3, 3)
+    rank = tt._C.MAX_SHAPE_RANK + 1
+    with pytest.raises(tt.TraceError, match=rf"hardening::alloc: .*allocation of rank {rank}; at most"):
+        alloc(x, rank, 1)
+
+
+def test_allocation_size_overflow_names_the_op():
+    with pytest.raises(tt.TraceError, match=r"hardening::alloc: .*would need more than 2\^63 bytes"):
+        alloc(torch.randn(2), 2, 2**40)
+
+
+def test_the_process_keeps_working_after_refusals():
+    x, y = torch.randn(64), torch.randn(64)
+    for bad in [(x, None), (x.to(torch.complex64), y), (x, torch.empty(64, device="meta"))]:
+        with pytest.raises((TypeError, ValueError)):
+            torch.ops.tile.add(*bad)
+    torch.testing.assert_close(torch.ops.tile.add(x, y), x + y, rtol=0, atol=0)

@@ -1,0 +1,60 @@
+"""Checks one call's arguments against its op's schema on the Python paths
+(the CPU interpreter path, the fake/meta implementation, tracing), with the
+messages the C++ CUDA kernel gives: op, argument, what was expected, what came.
+
+torch's dispatcher does not check these for a custom op: a None passed for a
+Tensor arrives as None, tensors on different devices (meta with CPU, CUDA with
+meta) reach the kernel of whichever device the dispatcher picked, and a None
+passed for a bool reads as False.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from . import _C
+
+if TYPE_CHECKING:
+    from ._op import TileOp
+
+# Dtypes a tile kernel can take: the C++ runtime's table (csrc/torch/dtype_map.cpp).
+KERNEL_DTYPES = frozenset(_C.kernel_dtypes())
+
+_SCALAR_TYPES = {
+    "int": (int, torch.SymInt),
+    "float": (float, int, torch.SymFloat, torch.SymInt),
+    "bool": (bool, torch.SymBool),
+}
+_SCALAR_NAMES = {"int": "an int", "float": "a float", "bool": "a bool"}
+
+
+def _describe(value: Any) -> str:
+    return "None" if value is None else f"a value of type {type(value).__name__}"
+
+
+def check_call_arguments(op: "TileOp", args: Sequence[Any]) -> None:
+    """Raises TypeError / ValueError for arguments the op cannot take: a
+    missing or non-tensor value for a Tensor, a dtype no kernel takes, tensors
+    on different devices, None or a wrong type for a scalar, and (for ops that
+    write their arguments) overlapping written tensors. An op without tensor
+    arguments is the tracer's error."""
+    # torch passes trailing arguments left at their schema defaults as absent.
+    first = None  # (name, device) of the first tensor argument
+    for name, kind, value in zip(op.arg_names, op.arg_kinds, args):
+        where = f"{op.qualname}: argument '{name}'"
+        if kind != "Tensor":
+            if not isinstance(value, _SCALAR_TYPES[kind]) or (kind == "int" and isinstance(value, bool)):
+                raise TypeError(f"{where} expected {_SCALAR_NAMES[kind]}, got {_describe(value)}")
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{where} expected a Tensor, got {_describe(value)}")
+        if value.dtype not in KERNEL_DTYPES:
+            raise TypeError(f"{where} expected a dtype a tile kernel can take, got {value.dtype}")
+        if first is None:
+            first = (name, value.device)
+        elif value.device != first[1]:
+            raise ValueError(f"{where} expected a tensor on {first[1]} like argument '{first[0]}', got a tensor "
+                             f"on {value.device}")
+    _C.check_written_arguments(op.qualname, tuple(args))
