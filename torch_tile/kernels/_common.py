@@ -1,7 +1,9 @@
-"""Helpers shared by the training kernels: accumulation dtypes and a column-sum kernel.
+"""Helpers shared by the example ops: argument checks, accumulation dtypes and a column-sum kernel.
 
-Op bodies call these on constant metadata only (dtypes are guarded by every
-plan), so they are plain Python for the tracer.
+Op bodies call these on their arguments' metadata: dtypes and ranks are
+constant in every plan; a comparison of a size or stride records a guard, so
+a plan traced for an accepted case is never reused for a refused one (the
+call is traced again and refused).
 """
 
 import torch
@@ -37,9 +39,40 @@ def shape_of(t) -> tuple:
     return tuple(int(s) for s in t.shape)
 
 
+def strides_of(t) -> tuple:
+    """``t``'s strides as plain ints, for error messages (while tracing, strides are symbolic)."""
+    return tuple(int(s) for s in t.stride())
+
+
+def check_dtype(op: str, name: str, t, allowed: tuple, what: str) -> None:
+    """``t.dtype`` must be one of ``allowed`` (``what`` names them for the message)."""
+    if t.dtype not in allowed:
+        raise ValueError(f"{op}: {name} must be {what}, got {t.dtype}")
+
+
 def check_float(op: str, name: str, t) -> None:
-    if t.dtype not in FLOAT_DTYPES:
-        raise ValueError(f"{op}: {name} must be a floating-point tensor, got {t.dtype}")
+    # fp8 is left out: no kernel here reads it (torch's own ops refuse it too).
+    check_dtype(op, name, t, FLOAT_DTYPES, "a floating-point tensor (float16, bfloat16, float32 or float64)")
+
+
+def check_same_dtype(op: str, name: str, t, ref_name: str, ref) -> None:
+    """``t`` must have ``ref``'s dtype (no type promotion in the kernels)."""
+    if t.dtype != ref.dtype:
+        raise ValueError(f"{op}: {name} has dtype {t.dtype} but {ref_name} has {ref.dtype}")
+
+
+def check_contiguous(op: str, name: str, t) -> None:
+    """For kernels that read ``t`` as a flat vector (an expanded or transposed view would be read wrongly)."""
+    if not t.is_contiguous():
+        raise ValueError(f"{op}: {name} must be contiguous, got shape {shape_of(t)} and strides {strides_of(t)}")
+
+
+def check_rows_contiguous(op: str, name: str, t) -> None:
+    """For row kernels that read a row of 2-D ``t`` as consecutive elements (any row stride; a
+    single column is read right whatever its stride)."""
+    if t.stride(1) != 1 and t.shape[1] != 1:
+        raise ValueError(f"{op}: rows of {name} must be contiguous ({name}.stride(1) == 1), "
+                         f"got strides {strides_of(t)}")
 
 
 def check_2d(op: str, name: str, t) -> None:
@@ -55,8 +88,7 @@ def check_vector(op: str, name: str, t, n, what: str) -> None:
 
 def check_same(op: str, name: str, t, ref_name: str, ref) -> None:
     """``t`` must have the shape and dtype of ``ref``."""
-    if t.dtype != ref.dtype:
-        raise ValueError(f"{op}: {name} has dtype {t.dtype} but {ref_name} has {ref.dtype}")
+    check_same_dtype(op, name, t, ref_name, ref)
     if t.dim() != ref.dim() or tuple(t.shape) != tuple(ref.shape):
         raise ValueError(f"{op}: {name} has shape {shape_of(t)} but {ref_name} has {shape_of(ref)}")
 

@@ -35,7 +35,7 @@ import triton.language as tl
 
 import torch_tile as tt
 
-from ._common import acc_dtype, check_float, stats_dtype
+from ._common import acc_dtype, check_contiguous, check_float, stats_dtype
 
 BLOCK = 1024
 MAX_PROGRAMS = 1024  # partials are added with one tl.arange of this size (more than any GPU's SM count)
@@ -92,8 +92,7 @@ def sum_cooperative(x: torch.Tensor) -> torch.Tensor:
     cooperative launch with a grid barrier (see the module docstring)."""
     op = "tile::sum_cooperative"
     check_float(op, "x", x)
-    if not x.is_contiguous():
-        raise ValueError(f"{op}: x must be contiguous")
+    check_contiguous(op, "x", x)  # read as a flat vector
     n = x.numel()
     out = torch.zeros((), dtype=x.dtype, device=x.device)  # stays 0 for an empty x (no launch)
     on_gpu = x.device.type == "cuda"

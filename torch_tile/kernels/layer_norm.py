@@ -8,13 +8,13 @@ import triton.language as tl
 
 import torch_tile as tt
 
-from ._common import acc_dtype, stats_dtype
+from ._common import acc_dtype, check_2d, check_float, check_rows_contiguous, check_vector, row_warps, stats_dtype
 
 
 @triton.jit
 def layer_norm_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_stride, out_stride, n_cols, eps,
-                      BLOCK: tl.constexpr, ACC: tl.constexpr):
-    row = tl.program_id(0)
+                      w_stride, b_stride, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)  # row * stride may pass 2**31
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(ACC)
@@ -22,8 +22,8 @@ def layer_norm_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_stride
     xc = tl.where(mask, x - mean, 0.0)
     var = tl.sum(xc * xc, axis=0) / n_cols
     rstd = 1.0 / tl.sqrt(var + eps)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(ACC)
+    w = tl.load(w_ptr + cols * w_stride, mask=mask, other=0.0).to(ACC)
+    b = tl.load(b_ptr + cols * b_stride, mask=mask, other=0.0).to(ACC)
     y = xc * rstd * w + b
     tl.store(out_ptr + row * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
     tl.store(mean_ptr + row, mean.to(mean_ptr.dtype.element_ty))
@@ -33,19 +33,24 @@ def layer_norm_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_stride
 @tt.op("tile::layer_norm")
 def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Normalises each row of a 2-D ``x``; ``weight``/``bias`` have x.shape[1] elements."""
-    if x.dim() != 2 or x.stride(1) != 1:
-        raise ValueError("tile::layer_norm: x must be 2-D with contiguous rows")
+    """Normalises each row of a 2-D ``x`` with contiguous rows (any row stride); ``weight``/``bias``
+    are vectors of x.shape[1] elements of any stride and floating dtype (read in the accumulation dtype)."""
+    op = "tile::layer_norm"
+    check_2d(op, "x", x)
+    check_float(op, "x", x)
+    check_rows_contiguous(op, "x", x)
     n_rows, n_cols = x.shape
-    if weight.numel() != n_cols or bias.numel() != n_cols:
-        raise ValueError("tile::layer_norm: weight and bias need x.shape[1] elements")
+    check_vector(op, "weight", weight, n_cols, "x.shape[1]")
+    check_vector(op, "bias", bias, n_cols, "x.shape[1]")
+    check_float(op, "weight", weight)
+    check_float(op, "bias", bias)
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     mean = torch.empty((n_rows,), dtype=stats_dtype(x.dtype), device=x.device)
     rstd = torch.empty((n_rows,), dtype=stats_dtype(x.dtype), device=x.device)
     if n_cols == 0:
-        raise ValueError("tile::layer_norm: cannot normalise rows of 0 elements")
+        raise ValueError(f"{op}: cannot normalise rows of 0 elements")
     BLOCK = triton.next_power_of_2(n_cols)
-    num_warps = min(max(BLOCK // 256, 1), 8)
     layer_norm_kernel[(n_rows,)](out, x, weight, bias, mean, rstd, x.stride(0), out.stride(0), n_cols, eps,
-                                 BLOCK=BLOCK, ACC=acc_dtype(x.dtype), num_warps=num_warps)
+                                 weight.stride(0), bias.stride(0), BLOCK=BLOCK, ACC=acc_dtype(x.dtype),
+                                 num_warps=row_warps(BLOCK))
     return out, mean, rstd

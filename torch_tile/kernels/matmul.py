@@ -6,6 +6,11 @@ import triton.language as tl
 
 import torch_tile as tt
 
+from ._common import check_dtype, check_same_dtype
+
+# What tl.dot takes with a float32 accumulator (float64 and integers would need another kernel).
+MATMUL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
 
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
@@ -37,9 +42,13 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 
 @tt.op("tile::matmul")
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b for 2-D tensors of one dtype (fp32 uses TF32 tensor cores, as Triton's tl.dot)."""
+    """a @ b for 2-D float16/bfloat16/float32 tensors of one dtype and any strides (fp32 uses TF32 tensor
+    cores, as Triton's tl.dot)."""
+    op = "tile::matmul"
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"tile::matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied")
+        raise ValueError(f"{op}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied")
+    check_dtype(op, "a", a, MATMUL_DTYPES, "float16, bfloat16 or float32")
+    check_same_dtype(op, "b", b, "a", a)
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)

@@ -27,7 +27,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 import torch_tile as tt
 
-from ._common import acc_dtype, check_2d, check_float, check_vector, row_warps, stats_dtype
+from ._common import acc_dtype, check_2d, check_float, check_rows_contiguous, check_vector, row_warps, stats_dtype
 
 
 @triton.jit
@@ -74,11 +74,12 @@ def layer_norm_pdl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, ep
     op = "tile::layer_norm_pdl"
     check_2d(op, "x", x)
     check_float(op, "x", x)
-    if x.stride(1) != 1:
-        raise ValueError(f"{op}: rows of x must be contiguous (x.stride(1) == 1)")
+    check_rows_contiguous(op, "x", x)
     n_rows, n_cols = x.shape
     check_vector(op, "weight", weight, n_cols, "x.shape[1]")
     check_vector(op, "bias", bias, n_cols, "x.shape[1]")
+    check_float(op, "weight", weight)
+    check_float(op, "bias", bias)
     if n_cols == 0:
         raise ValueError(f"{op}: cannot normalise rows of 0 elements")
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)

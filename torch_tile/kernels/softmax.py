@@ -6,12 +6,12 @@ import triton.language as tl
 
 import torch_tile as tt
 
-from ._common import acc_dtype
+from ._common import acc_dtype, check_2d, check_float, check_rows_contiguous
 
 
 @triton.jit
 def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)  # row * stride may pass 2**31
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf")).to(ACC)
@@ -23,11 +23,11 @@ def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.con
 
 @tt.op("tile::softmax")
 def softmax(x: torch.Tensor) -> torch.Tensor:
-    """softmax(x, dim=-1) for a 2-D tensor whose rows are contiguous."""
-    if x.dim() != 2:
-        raise ValueError(f"tile::softmax: expected a 2-D tensor, got rank {x.dim()}")
-    if x.stride(1) != 1:
-        raise ValueError("tile::softmax: rows must be contiguous (x.stride(1) == 1)")
+    """softmax(x, dim=-1) for a 2-D floating-point tensor whose rows are contiguous (any row stride)."""
+    op = "tile::softmax"
+    check_2d(op, "x", x)
+    check_float(op, "x", x)  # as torch.softmax: no integer softmax
+    check_rows_contiguous(op, "x", x)
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     if n_cols == 0:

@@ -15,7 +15,7 @@ import triton.language as tl
 
 import torch_tile as tt
 
-from ._common import acc_dtype, check_float, check_same
+from ._common import acc_dtype, check_contiguous, check_float, check_same
 
 BLOCK = 1024
 
@@ -45,19 +45,14 @@ def swiglu_backward_kernel(grad_gate_ptr, grad_up_ptr, grad_out_ptr, gate_ptr, u
     tl.store(grad_up_ptr + offsets, (dy * silu).to(grad_up_ptr.dtype.element_ty), mask=mask)
 
 
-def _check_contiguous(op: str, **tensors) -> None:
-    for name, t in tensors.items():
-        if not t.is_contiguous():
-            raise ValueError(f"{op}: {name} must be contiguous")
-
-
 @tt.op("tile::swiglu")
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """silu(gate) * up for contiguous tensors of one shape and dtype."""
     op = "tile::swiglu"
     check_float(op, "gate", gate)
     check_same(op, "up", up, "gate", gate)
-    _check_contiguous(op, gate=gate, up=up)
+    check_contiguous(op, "gate", gate)
+    check_contiguous(op, "up", up)
     out = torch.empty_like(gate)
     n = gate.numel()
     swiglu_kernel[(triton.cdiv(n, BLOCK),)](out, gate, up, n, BLOCK=BLOCK, ACC=acc_dtype(gate.dtype))
@@ -72,7 +67,9 @@ def swiglu_backward(grad_out: torch.Tensor, gate: torch.Tensor,
     check_float(op, "gate", gate)
     check_same(op, "up", up, "gate", gate)
     check_same(op, "grad_out", grad_out, "gate", gate)
-    _check_contiguous(op, grad_out=grad_out, gate=gate, up=up)
+    check_contiguous(op, "grad_out", grad_out)
+    check_contiguous(op, "gate", gate)
+    check_contiguous(op, "up", up)
     grad_gate = torch.empty_like(gate)
     grad_up = torch.empty_like(up)
     n = gate.numel()

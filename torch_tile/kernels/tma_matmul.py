@@ -8,8 +8,8 @@ body the descriptors are built in C++ per call (``cuTensorMapEncodeTiled``,
 cached), the config is chosen once per (M, N, K, dtype) and persisted on disk.
 
 TMA needs 16-byte aligned rows: K and N must be multiples of 8 elements
-(16 bytes of bf16) and the tensors contiguous in their last dimension; other
-inputs get a clear error at the call.
+(16 bytes of bf16) and the tensors contiguous in their last dimension (and not
+expanded along their rows); other inputs get a clear error at the call.
 """
 
 import torch
@@ -18,6 +18,8 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 import torch_tile as tt
+
+from ._common import check_rows_contiguous, strides_of
 
 
 def _set_block_shapes(nargs):
@@ -69,6 +71,16 @@ def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BL
         c_desc.store([offs_m, offs_n], acc.to(dtype))
 
 
+def _check_tma_rows(op: str, name: str, t) -> None:
+    """Rows of ``t`` contiguous (TMA copies them whole) and at distinct addresses: an expanded view (row
+    stride 0) is refused rather than left to the driver's tensor-map encoding, untested with it here.
+    Row alignment is the descriptors' own check."""
+    check_rows_contiguous(op, name, t)
+    if t.stride(0) == 0 and t.shape[0] != 1:
+        raise ValueError(f"{op}: {name} must not be expanded along its rows (stride 0) for a TMA descriptor, got "
+                         f"strides {strides_of(t)}; pass {name}.contiguous()")
+
+
 def num_sms(device) -> int:
     """Programs of the persistent grid: the GPU's SM count (a few on CPU/fake devices)."""
     if device.type == "cuda" and torch.cuda.is_available():
@@ -88,6 +100,8 @@ def matmul_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if b.shape[0] != K:
         raise ValueError(f"{op}: a is {tuple(int(s) for s in a.shape)} but b is {tuple(int(s) for s in b.shape)}")
     N = b.shape[1]
+    _check_tma_rows(op, "a", a)
+    _check_tma_rows(op, "b", b)
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     sms = num_sms(a.device)
     placeholder = [8, 8]  # replaced by each config's pre_hook
