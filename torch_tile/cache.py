@@ -5,7 +5,9 @@
 
 The directory is ``$TORCH_TILE_CACHE_DIR`` (default ``~/.cache/torch_tile``);
 its size is bounded by ``$TORCH_TILE_CACHE_MAX_BYTES`` (default 2 GiB; least
-recently used entries are evicted). See ``torch_tile/_disk_cache.py``.
+recently used entries are evicted), in bytes or with a suffix: ``2GiB``,
+``500MiB`` (powers of 1024), ``2G``, ``500MB`` (powers of 1000). See
+``torch_tile/_disk_cache.py``.
 """
 
 from __future__ import annotations
