@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 def sources():
     files = []
-    for layer in ("runtime", "torch", "python"):
+    for layer in ("runtime", "torch", "python", "testing"):
         files += sorted(glob.glob(os.path.join("csrc", layer, "*.cpp")))
     return files
 

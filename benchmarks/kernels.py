@@ -211,7 +211,7 @@ def _cases(sizes: dict) -> list[dict]:
 def torch_tile_cubins(op, args: tuple) -> list[bytes]:
     """The cubins torch_tile launches for ``op(*args)``, one per launch of its plan."""
     plan = op.trace(*args)
-    keys = tt._C.specialization_keys(plan, args)
+    keys = tt._C.testing.specialization_keys(plan, args)
     major, minor = torch.cuda.get_device_capability()
     return [_triton_frontend._compile_callback(step["kernel"], words, major * 10 + minor)["cubin"]
             for step, words in zip(plan["launches"], keys)]

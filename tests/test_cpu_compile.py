@@ -38,7 +38,7 @@ def _fresh_triton_cache(tmp_path_factory):
 def variant(op, args, index=0):
     """(kernel id, key words, launch) of one launch of op(*args)."""
     plan = op.trace(*args)
-    words = tt._C.specialization_keys(plan, tuple(args))[index]
+    words = tt._C.testing.specialization_keys(plan, tuple(args))[index]
     launch = plan["launches"][index]
     return launch["kernel"], words, launch
 

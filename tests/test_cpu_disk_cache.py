@@ -26,7 +26,7 @@ CAPABILITY = 90
 
 def _words(op, *args):
     plan = op.trace(*args)
-    return plan["launches"][0]["kernel"], tt._C.specialization_keys(plan, args)[0]
+    return plan["launches"][0]["kernel"], tt._C.testing.specialization_keys(plan, args)[0]
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ WORKER = textwrap.dedent("""
     x = torch.randn(int(sys.argv[1]))
     plan = K.add.trace(x, x)
     kid = plan["launches"][0]["kernel"]
-    words = tt._C.specialization_keys(plan, (x, x))[0]
+    words = tt._C.testing.specialization_keys(plan, (x, x))[0]
     entry = f._compile_callback(kid, words, 90)
     print(json.dumps({"key": f.variant_cache_key(words, 90), "compiles": tt.compile_count(),
                       "cubin": len(entry["cubin"]), "name": entry["name"]}))

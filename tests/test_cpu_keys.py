@@ -1,7 +1,7 @@
 """CPU tests: the C++ specialization key against Triton's own JIT specialization.
 
 For every case the op is traced on CPU tensors, the C++ runtime computes the
-key words (``tt._C.specialization_keys``) and torch_tile turns them back into
+key words (``tt._C.testing.specialization_keys``) and torch_tile turns them back into
 (signature, constexprs, attrs, options) (``_triton_frontend.specialize``). The
 reference is what Triton's JIT derives for the *real* launch: the body is run
 on the real tensors with ``JITFunction.run`` replaced by a recorder, and each
@@ -30,7 +30,7 @@ NS = "tt_cpu_keys"
 
 def torch_tile_keys(op, args):
     plan = op.trace(*args)
-    return plan, tt._C.specialization_keys(plan, tuple(args))
+    return plan, tt._C.testing.specialization_keys(plan, tuple(args))
 
 
 def typed(constexprs):

@@ -39,7 +39,7 @@ def _variants(op, *args, device=CUDA) -> list:
     """(launch step, launch metadata as the C++ launcher receives it, Triton CompiledKernel) per launch
     of the plan the body makes for ``device`` (default: the CUDA path), compiled for sm_90."""
     plan = op.trace(*args, device=device)
-    keys = tt._C.specialization_keys(plan, args)
+    keys = tt._C.testing.specialization_keys(plan, args)
     out = []
     for step, words in zip(plan["launches"], keys):
         entry = _triton_frontend._compile_callback(step["kernel"], words, 90)

@@ -49,7 +49,7 @@ def _entries(op, *args) -> tuple[dict, list]:
     """The op's plan for ``args`` and, per launch, the launch metadata of the variant the C++
     launcher runs for them (from the disk cache the launcher filled, or compiled again)."""
     plan = op.trace(*args)
-    keys = tt._C.specialization_keys(plan, args)
+    keys = tt._C.testing.specialization_keys(plan, args)
     return plan, [_triton_frontend._compile_callback(step["kernel"], words, _capability())
                   for step, words in zip(plan["launches"], keys)]
 

@@ -66,7 +66,7 @@ def kernel_id(kernel: JITFunction) -> int:
             kid = len(_registry.kernels)
             _registry.kernels.append(kernel)  # keeps the JITFunction (and its id()) alive
             _registry.kernel_ids[id(kernel)] = kid
-            _C.register_kernel(kid, kernel.fn.__name__)
+            _C.register_kernel(kid, kernel.fn.__name__, "triton")
         return kid
 
 
@@ -358,13 +358,18 @@ def variant_cache_key(words: list[int], capability: int) -> str:
 
 
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
-    """Called by C++ (GIL held) on a kernel-cache miss: the disk cache, else Triton."""
+    """Called by C++ (GIL held) on a kernel-cache miss: the disk cache, else Triton.
+    A disk entry whose launch metadata does not fit its cubin is rebuilt, never launched."""
+    from . import _cubin
+
     key = variant_cache_key(words, capability)
-    meta, cubin = _disk_cache.active().get_or_build(key, lambda: _compiled_entry(kid, words, capability))
+    meta, cubin = _disk_cache.active().get_or_build(
+        key, lambda: _compiled_entry(kid, words, capability),
+        validate=lambda entry, binary: _cubin.launch_metadata_problem(entry, binary, num_bindings=len(words) - 1))
     return {**meta, "cubin": cubin}
 
 
-_C.set_compiler(_compile_callback)
+_C.register_frontend("triton", _compile_callback)
 
 
 def compile_count() -> int:

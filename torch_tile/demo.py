@@ -67,7 +67,7 @@ def cpu_demo() -> None:
     for name, op, args, ref, tol in _cpu_examples():
         plan = op.trace(*args)
         print(f"tile::{name}: {_describe_plan(plan)}")
-        for launch, words in zip(plan["launches"], tt._C.specialization_keys(plan, args)):
+        for launch, words in zip(plan["launches"], tt._C.testing.specialization_keys(plan, args)):
             start = time.perf_counter()
             compiled, src = tt.compile_variant(launch["kernel"], words, 90)
             ms = (time.perf_counter() - start) * 1e3

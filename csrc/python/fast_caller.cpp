@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../torch/tile_op.h"
+#include "../torch/native_op.h"
 
 namespace py = pybind11;
 
@@ -144,10 +144,10 @@ PyMethodDef kFastCallDef = {"tile_op_call", reinterpret_cast<PyCFunction>(reinte
                             METH_FASTCALL | METH_KEYWORDS, "Calls a tile op through c10::Dispatcher."};
 
 py::object make_fast_caller(const std::string& qualname, py::object fallback) {
-  const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
-  if (!tile_op) throw py::value_error("no tile op named " + qualname);
+  const std::shared_ptr<NativeOp> native_op = find_native_op(qualname);
+  if (!native_op) throw py::value_error("no tile op named " + qualname);
   auto* caller = new FastCaller{c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), ""), qualname,
-                                tile_op->arg_kinds(), tile_op->arg_names(), size_t(tile_op->num_returns()),
+                                native_op->arg_kinds(), native_op->arg_names(), size_t(native_op->num_returns()),
                                 fallback.release().ptr()};
   py::object capsule = py::reinterpret_steal<py::object>(PyCapsule_New(caller, kCapsuleName, destroy_caller));
   if (!capsule) {

@@ -1,5 +1,5 @@
-// torch_tile._C: registers tile ops and kernels from Python, and exposes the
-// runtime's counters and the launch benchmarks.
+// torch_tile._C: registers tile ops, frontends and kernels from Python, and
+// exposes the runtime's counters; benchmarks and probes are in _C.testing.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/DynamicTypes.h>
@@ -11,34 +11,34 @@
 #include "../torch/error_translation.h"
 #include "../runtime/limits.h"
 #include "../torch/dtype_map.h"
-#include "../torch/tile_op.h"
+#include "../torch/native_op.h"
 #include "../torch/written_argument_check.h"
-#include "benchmarks.h"
+#include "../runtime/kernel_registry.h"
+#include "../testing/testing_module.h"
 #include "fast_caller.h"
-#include "key_probe.h"
-#include "kernel_registry.h"
 #include "python_hooks.h"
-#include "tensor_map_probe.h"
 
 namespace py = pybind11;
 using namespace torch_tile;
 
 namespace {
 
-std::shared_ptr<Compiler>& shared_compiler() {
-  static std::shared_ptr<Compiler> compiler;
-  return compiler;
+void register_kernel(int64_t id, const std::string& name, const std::string& frontend) {
+  try {
+    kernel_cache_for(id, name, frontend);
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
 }
 
 void register_op(const std::string& qualname, const std::vector<int>& arg_kinds, int num_returns,
                  py::object trace_fn, const std::string& dispatch_key) {
-  if (!shared_compiler()) throw py::value_error("torch_tile: set_compiler() must be called first");
   std::vector<ArgKind> kinds;
   for (int k : arg_kinds) kinds.push_back(ArgKind(k));
   try {
-    auto op = std::make_shared<TileOp>(qualname, std::move(kinds), num_returns,
-                                       std::make_shared<PythonPlanTracer>(std::move(trace_fn)), shared_compiler());
-    register_tile_op(std::move(op), dispatch_key);
+    auto op = std::make_shared<NativeOp>(qualname, std::move(kinds), num_returns,
+                                       std::make_shared<PythonPlanTracer>(std::move(trace_fn)));
+    register_native_op(std::move(op), dispatch_key);
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
@@ -62,7 +62,7 @@ void set_backward(const std::string& qualname, py::object apply_fn) {
 
 // The Python paths (CPU interpreter, fake) check in-place calls as the CUDA kernel does.
 void check_written_python_arguments(const std::string& qualname, const py::tuple& args) {
-  const std::shared_ptr<TileOp> op = find_tile_op(qualname);
+  const std::shared_ptr<NativeOp> op = find_native_op(qualname);
   if (!op) throw py::value_error("no tile op named " + qualname);
   if (op->written_args().empty()) return;
   // Arguments left at their defaults may be absent (they are never tensors).
@@ -96,10 +96,14 @@ py::dict counter_values() {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tile native runtime";
-  m.def("set_compiler", [](py::object fn) { shared_compiler() = std::make_shared<PythonCompiler>(std::move(fn)); },
-        "Sets the function that compiles a kernel variant: (kernel_id, key_words, capability) -> dict.");
-  m.def("register_kernel", [](int64_t id, const std::string& name) { kernel_cache_for(id, name); },
-        py::arg("kernel_id"), py::arg("name"), "Creates the native variant cache of a frontend kernel.");
+  m.def("register_frontend",
+        [](const std::string& name, py::object fn) {
+          register_frontend(name, std::make_shared<PythonCompiler>(std::move(fn)));
+        },
+        py::arg("name"), py::arg("compile_fn"),
+        "Registers a frontend whose kernels compile with `compile_fn(kernel_id, key_words, capability) -> dict`.");
+  m.def("register_kernel", &register_kernel, py::arg("kernel_id"), py::arg("name"), py::arg("frontend"),
+        "Creates the native variant cache of a kernel of a registered frontend.");
   m.def("register_op", &register_op, py::arg("qualname"), py::arg("arg_kinds"), py::arg("num_returns"),
         py::arg("trace_fn"), py::arg("dispatch_key") = "CUDA",
         "Registers the native implementation of a defined op for a dispatch key.");
@@ -109,7 +113,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_backward", &set_backward, py::arg("qualname"), py::arg("apply_fn"),
         "Replaces the autograd.Function that calls needing a gradient run.");
   m.def("plan_count", [](const std::string& qualname) {
-        auto op = find_tile_op(qualname);
+        auto op = find_native_op(qualname);
         return op ? op->plans().size() : -1;
       }, "Number of launch plans an op has traced.");
   m.def("variant_count", [](int64_t kernel_id) {
@@ -121,8 +125,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("kernel_dtypes", &kernel_dtypes, "The torch dtypes a tile kernel can take.");
   m.attr("MAX_SHAPE_RANK") = kMaxShapeRank;
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
-  bind_benchmarks(m);
-  bind_key_probe(m);
-  bind_tensor_map_probe(m);
   bind_fast_caller(m);
+  bind_testing(m);
 }

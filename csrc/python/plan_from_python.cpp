@@ -7,7 +7,7 @@
 
 #include "../runtime/error.h"
 #include "../torch/dtype_map.h"
-#include "kernel_registry.h"
+#include "../runtime/kernel_registry.h"
 
 namespace py = pybind11;
 

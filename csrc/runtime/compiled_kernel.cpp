@@ -20,7 +20,7 @@ CompiledKernel::~CompiledKernel() {
 // A cluster launch the device cannot schedule (too many CTAs for the kernel's
 // shared memory and warps) would fail at every launch with a generic driver
 // error; say why once, at load.
-void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device, cu::CUmodule module) const {
+void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device) const {
   const CudaDriver& d = cuda_driver();
   cu::CUlaunchConfig config{};
   config.gridDimX = unsigned(binary_.num_ctas);
@@ -31,7 +31,6 @@ void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device, cu::CUmodu
   int max_cluster = 0;
   const cu::CUresult r = d.cuOccupancyMaxPotentialClusterSize(&max_cluster, f, &config);
   if (r == cu::CUDA_SUCCESS && max_cluster >= binary_.num_ctas) return;
-  (void)d.cuModuleUnload(module);
   if (r != cu::CUDA_SUCCESS) d.fail_with(r, "cuOccupancyMaxPotentialClusterSize");
   fail(ErrorKind::Value, "kernel " + binary_.name + " is compiled for clusters of " +
                              std::to_string(binary_.num_ctas) + " CTAs (num_ctas), but device " +
@@ -39,6 +38,33 @@ void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device, cu::CUmodu
                              " with its " + std::to_string(binary_.shared_mem) + " bytes of shared memory and " +
                              std::to_string(binary_.num_warps) + " warps; use a smaller num_ctas");
 }
+
+namespace {
+
+// A module being loaded: unloaded again unless handed over, so no failed check
+// after cuModuleLoadData leaks it.
+class PendingModule {
+ public:
+  explicit PendingModule(const CudaDriver& d) : d_(d) {}
+  ~PendingModule() {
+    if (module_ != nullptr) (void)d_.cuModuleUnload(module_);
+  }
+  PendingModule(const PendingModule&) = delete;
+  PendingModule& operator=(const PendingModule&) = delete;
+  cu::CUmodule* out() { return &module_; }
+  cu::CUmodule get() const { return module_; }
+  cu::CUmodule release() {
+    const cu::CUmodule m = module_;
+    module_ = nullptr;
+    return m;
+  }
+
+ private:
+  const CudaDriver& d_;
+  cu::CUmodule module_ = nullptr;
+};
+
+}  // namespace
 
 cu::CUfunction CompiledKernel::load(int device) {
   std::lock_guard<std::mutex> lock(load_mutex_);
@@ -50,14 +76,10 @@ cu::CUfunction CompiledKernel::load(int device) {
                                " bytes of shared memory; device " + std::to_string(device) +
                                " allows " + std::to_string(info.max_shared_optin));
   }
-  cu::CUmodule module = nullptr;
-  d.check(d.cuModuleLoadData(&module, binary_.cubin.data()), "cuModuleLoadData");
+  PendingModule module(d);
+  d.check(d.cuModuleLoadData(module.out(), binary_.cubin.data()), "cuModuleLoadData");
   cu::CUfunction f = nullptr;
-  const cu::CUresult r = d.cuModuleGetFunction(&f, module, binary_.name.c_str());
-  if (r != cu::CUDA_SUCCESS) {
-    (void)d.cuModuleUnload(module);
-    d.fail_with(r, "cuModuleGetFunction");
-  }
+  d.check(d.cuModuleGetFunction(&f, module.get(), binary_.name.c_str()), "cuModuleGetFunction");
   // Shared memory above 48 KB must be opted into, once per function (as Triton does).
   if (binary_.shared_mem > 49152) {
     int static_shared = 0;
@@ -72,8 +94,8 @@ cu::CUfunction CompiledKernel::load(int device) {
     d.check(d.cuFuncSetAttribute(f, cu::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
             "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
   }
-  if (binary_.num_ctas > 1) check_cluster_fits(f, device, module);
-  modules_[device] = module;
+  if (binary_.num_ctas > 1) check_cluster_fits(f, device);
+  modules_[device] = module.release();
   functions_[device].store(f, std::memory_order_release);
   return f;
 }

@@ -62,7 +62,7 @@ class CompiledKernel {
 
  private:
   cu::CUfunction load(int device);
-  void check_cluster_fits(cu::CUfunction f, int device, cu::CUmodule module) const;
+  void check_cluster_fits(cu::CUfunction f, int device) const;
 
   KernelBinary binary_;
   std::array<std::atomic<cu::CUfunction>, kMaxDevices> functions_{};

@@ -11,6 +11,7 @@ namespace torch_tile {
 namespace {
 
 std::atomic<bool> g_loaded{false};
+std::atomic<const CudaDriver*> g_override{nullptr};
 
 template <class Fn>
 void resolve(void* lib, const char* name, Fn*& slot) {
@@ -68,6 +69,7 @@ void CudaDriver::fail_with(cu::CUresult result, const char* what) const {
 }
 
 const CudaDriver& cuda_driver() {
+  if (const CudaDriver* fake = g_override.load(std::memory_order_acquire)) return *fake;
   // A function-local static is initialised once, thread-safely; a failed load
   // throws and is retried by the next call.
   static const CudaDriver driver = load_driver();
@@ -75,6 +77,10 @@ const CudaDriver& cuda_driver() {
   return driver;
 }
 
-bool cuda_driver_loaded() { return g_loaded.load(std::memory_order_relaxed); }
+bool cuda_driver_loaded() {
+  return g_loaded.load(std::memory_order_relaxed) || g_override.load(std::memory_order_acquire) != nullptr;
+}
+
+void override_cuda_driver(const CudaDriver* fake) { g_override.store(fake, std::memory_order_release); }
 
 }  // namespace torch_tile

@@ -46,4 +46,9 @@ const CudaDriver& cuda_driver();
 // True once cuda_driver() has loaded successfully, without trying to load.
 bool cuda_driver_loaded();
 
+// Tests without a GPU (csrc/testing): `fake` serves every later cuda_driver()
+// call until replaced again; nullptr goes back to libcuda. The table must
+// outlive its use.
+void override_cuda_driver(const CudaDriver* fake);
+
 }  // namespace torch_tile

@@ -10,12 +10,11 @@ CompiledKernel* KernelCache::find(const SpecializationKey& key) const {
   return it == variants_.end() ? nullptr : it->second.get();
 }
 
-CompiledKernel* KernelCache::get_or_compile(const SpecializationKey& key, Compiler& compiler,
-                                            int capability) {
+CompiledKernel* KernelCache::get_or_compile(const SpecializationKey& key, int capability) {
   if (CompiledKernel* k = find(key)) return k;
   std::lock_guard<std::mutex> single_flight(compile_mutex_);
   if (CompiledKernel* k = find(key)) return k;  // compiled by another thread meanwhile
-  auto compiled = std::make_unique<CompiledKernel>(compiler.compile(*this, key, capability));
+  auto compiled = std::make_unique<CompiledKernel>(compiler_->compile(*this, key, capability));
   counters().compiles.fetch_add(1, std::memory_order_relaxed);
   CompiledKernel* raw = compiled.get();
   std::unique_lock<std::shared_mutex> lock(map_mutex_);

@@ -1,6 +1,6 @@
 // All compiled variants of one frontend kernel (one @triton.jit function),
 // keyed by specialization. Reads take a shared lock; a miss compiles once
-// (single flight) through the registered Compiler.
+// (single flight) with the kernel's own frontend compiler.
 #pragma once
 
 #include <cstdint>
@@ -28,19 +28,22 @@ class Compiler {
 
 class KernelCache {
  public:
-  KernelCache(int64_t id, std::string name) : id_(id), name_(std::move(name)) {}
-
+  KernelCache(int64_t id, std::string name, std::string frontend, std::shared_ptr<Compiler> compiler)
+      : id_(id), name_(std::move(name)), frontend_(std::move(frontend)), compiler_(std::move(compiler)) {}
   int64_t id() const { return id_; }
   const std::string& name() const { return name_; }
+  const std::string& frontend() const { return frontend_; }
 
   CompiledKernel* find(const SpecializationKey& key) const;
-  // find(), or compile with `compiler` for `capability` and insert.
-  CompiledKernel* get_or_compile(const SpecializationKey& key, Compiler& compiler, int capability);
+  // find(), or compile for `capability` and insert.
+  CompiledKernel* get_or_compile(const SpecializationKey& key, int capability);
   size_t size() const;
 
  private:
   const int64_t id_;
   const std::string name_;
+  const std::string frontend_;
+  const std::shared_ptr<Compiler> compiler_;
   mutable std::shared_mutex map_mutex_;
   std::mutex compile_mutex_;  // single flight: one compile at a time per kernel
   std::unordered_map<SpecializationKey, std::unique_ptr<CompiledKernel>, SpecializationKeyHash> variants_;

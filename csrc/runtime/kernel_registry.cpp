@@ -3,11 +3,14 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "error.h"
+
 namespace torch_tile {
 namespace {
 
 struct KernelRegistry {
   std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<Compiler>> frontends;
   std::unordered_map<int64_t, std::shared_ptr<KernelCache>> kernels;
 };
 
@@ -18,11 +21,26 @@ KernelRegistry& kernel_registry() {
 
 }  // namespace
 
-std::shared_ptr<KernelCache> kernel_cache_for(int64_t id, const std::string& name) {
+void register_frontend(const std::string& name, std::shared_ptr<Compiler> compiler) {
+  if (!compiler) fail(ErrorKind::Value, "frontend " + name + ": no compiler given");
   KernelRegistry& r = kernel_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
+  r.frontends[name] = std::move(compiler);
+}
+
+std::shared_ptr<KernelCache> kernel_cache_for(int64_t id, const std::string& name, const std::string& frontend) {
+  KernelRegistry& r = kernel_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto compiler = r.frontends.find(frontend);
+  if (compiler == r.frontends.end()) {
+    fail(ErrorKind::Runtime, "kernel " + name + ": frontend '" + frontend + "' is not registered");
+  }
   auto& slot = r.kernels[id];
-  if (!slot) slot = std::make_shared<KernelCache>(id, name);
+  if (!slot) slot = std::make_shared<KernelCache>(id, name, frontend, compiler->second);
+  if (slot->frontend() != frontend) {
+    fail(ErrorKind::Runtime, "kernel id " + std::to_string(id) + " (" + name + ") is a kernel of frontend '" +
+                                 slot->frontend() + "', not '" + frontend + "'");
+  }
   return slot;
 }
 

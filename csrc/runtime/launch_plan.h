@@ -2,14 +2,13 @@
 // the plan for a call; allocations and launches then run in order.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "expr.h"
+#include "inline_cache.h"
 #include "specialization_key.h"
 #include "tensor_arg.h"
 
@@ -61,25 +60,6 @@ struct Binding {
   bool specialize = true;    // false under do_not_specialize
   bool specialize_alignment = true;
   DescriptorBinding desc;    // TensorDesc
-};
-
-class CompiledKernel;
-
-// Monomorphic inline cache of a launch step: the last key and its variant,
-// checked before the kernel's hash map. Entries are immutable once published.
-class InlineCache {
- public:
-  CompiledKernel* lookup(const SpecializationKey& key) const;
-  void remember(const SpecializationKey& key, CompiledKernel* kernel);
-
- private:
-  struct Entry {
-    SpecializationKey key;
-    CompiledKernel* kernel;
-  };
-  std::atomic<const Entry*> last_{nullptr};
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Entry>> entries_;  // kept alive for concurrent readers
 };
 
 // One kernel launch of the plan.

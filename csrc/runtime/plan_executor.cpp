@@ -12,18 +12,6 @@
 
 namespace torch_tile {
 
-CompiledKernel* InlineCache::lookup(const SpecializationKey& key) const {
-  const Entry* e = last_.load(std::memory_order_acquire);
-  return (e != nullptr && e->key == key) ? e->kernel : nullptr;
-}
-
-void InlineCache::remember(const SpecializationKey& key, CompiledKernel* kernel) {
-  auto entry = std::make_unique<Entry>(Entry{key, kernel});
-  std::lock_guard<std::mutex> lock(mutex_);
-  last_.store(entry.get(), std::memory_order_release);
-  entries_.push_back(std::move(entry));
-}
-
 void LaunchPlan::validate(const std::string& op, int num_args) const {
   const int num_slots = num_args + int(allocs.size());
   if (num_args > kMaxOpArgs || num_slots > kMaxSlots) {
@@ -70,6 +58,13 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
     }
   }
   for (int32_t s : outputs) check_slot(s);
+}
+
+void PreparedLaunch::bind() {
+  for (size_t j = 0; j < num_params; ++j) {
+    params[j] = map_of_param[j] >= 0 ? static_cast<void*>(&tensor_maps[map_of_param[j]]) : &storage[j];
+  }
+  config.attrs = attrs;
 }
 
 namespace {
@@ -168,13 +163,12 @@ void build_tensor_map(const char* op, const LaunchStep& step, const Binding& b, 
   out = cached_tensor_map(tensor_map_encoding(meta, r, site), site);
 }
 
-CompiledKernel* find_variant(const char* op, const LaunchStep& step, const SpecializationKey& key,
-                             Compiler& compiler, int device) {
+CompiledKernel* find_variant(const char* op, const LaunchStep& step, const SpecializationKey& key, int device) {
   if (CompiledKernel* k = step.inline_cache->lookup(key)) return k;
   counters().map_lookups.fetch_add(1, std::memory_order_relaxed);
   CompiledKernel* k = nullptr;
   try {
-    k = step.kernel->get_or_compile(key, compiler, device_info(device).capability);
+    k = step.kernel->get_or_compile(key, device_info(device).capability);
   } catch (const Error& e) {
     fail(e.kind(), std::string(op) + ": kernel " + step.kernel->name() + " (launched at " + step.site + "): " +
                        e.what());
@@ -190,17 +184,10 @@ CompiledKernel* find_variant(const char* op, const LaunchStep& step, const Speci
                              std::to_string(value) + why);
 }
 
-}  // namespace
-
-void PreparedLaunch::bind() {
-  for (size_t j = 0; j < num_params; ++j) {
-    params[j] = map_of_param[j] >= 0 ? static_cast<void*>(&tensor_maps[map_of_param[j]]) : &storage[j];
-  }
-  config.attrs = attrs;
-}
-
-bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Compiler& compiler,
-                    const char* op, PreparedLaunch& out) {
+// Evaluates grid and bindings, finds or compiles the variant, packs the
+// parameters. Returns false for an empty grid (nothing to launch).
+bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, const char* op,
+                    PreparedLaunch& out) {
   const EvalContext ctx = args.eval();
   int64_t grid[3];
   for (int d = 0; d < 3; ++d) {
@@ -214,7 +201,7 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, Co
   evaluate_bindings(step, args, values);
   SpecializationKey key;
   key_from_values(step, args, values, key);
-  CompiledKernel* kernel = find_variant(op, step, key, compiler, args.device);
+  CompiledKernel* kernel = find_variant(op, step, key, args.device);
   const KernelBinary& bin = kernel->binary();
 
   const DeviceInfo& info = device_info(args.device);
@@ -301,14 +288,6 @@ void submit_launch(const PreparedLaunch& launch, const LaunchStep& step, const c
   }
 }
 
-void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey& key) {
-  ParamValue values[kMaxKernelParams];
-  evaluate_bindings(step, args, values);
-  key_from_values(step, args, values, key);
-}
-
-namespace {
-
 // An allocation whose byte size leaves int64 is refused here, naming the op,
 // rather than by the allocator with a message that names neither.
 void check_allocation_size(const char* op, int index, const AllocStep& a, const int64_t* shape, int rank) {
@@ -325,8 +304,6 @@ void check_allocation_size(const char* op, int index, const AllocStep& a, const 
   fail(ErrorKind::Value, std::string(op) + ": allocation " + std::to_string(index) + " of shape [" + dims +
                              "] would need more than 2^63 bytes");
 }
-
-}  // namespace
 
 void allocate_outputs(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name) {
   int slot = args.num_args;
@@ -347,17 +324,27 @@ void allocate_outputs(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, 
   }
 }
 
-void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, Compiler& compiler,
-              const char* op_name, PreparedLaunch* last) {
+}  // namespace
+
+void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey& key) {
+  ParamValue values[kMaxKernelParams];
+  evaluate_bindings(step, args, values);
+  key_from_values(step, args, values, key);
+}
+
+void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name,
+              LaunchObserver* observer) {
   allocate_outputs(plan, args, host, op_name);
+  if (observer != nullptr) observer->phase(CallPhase::OutputsAllocated);
   if (!plan.launches.empty()) ensure_context(args.device);
   PreparedLaunch launch;
   for (const LaunchStep& step : plan.launches) {
-    if (!prepare_launch(step, args, host, compiler, op_name, launch)) continue;
+    if (!prepare_launch(step, args, host, op_name, launch)) continue;
+    if (observer != nullptr) observer->phase(CallPhase::LaunchPrepared);
     submit_launch(launch, step, op_name);
-    if (last != nullptr) {
-      *last = launch;
-      last->bind();
+    if (observer != nullptr) {
+      observer->phase(CallPhase::LaunchSubmitted);
+      observer->launched(launch);
     }
   }
 }

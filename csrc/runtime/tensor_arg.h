@@ -17,7 +17,6 @@ struct TensorArg {
   const int64_t* strides;  // in elements
   int32_t ndim;
   DLDataType dtype;
-  DLDevice device;
 };
 
 // DLDataType packed into one word, for cheap comparison and hashing.

@@ -5,8 +5,6 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 
-#include <c10/core/DeviceGuard.h>
-
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -15,13 +13,13 @@
 #endif
 
 #include "../runtime/cuda_driver.h"
-#include "../runtime/device_info.h"
+#include "../runtime/launch_observer.h"
 #include "../runtime/plan_executor.h"
 #include "../torch/dtype_map.h"
 #include "../torch/error_translation.h"
 #include "../torch/output_allocation.h"
 #include "../torch/torch_launch_host.h"
-#include "../torch/tile_op.h"
+#include "../torch/native_op.h"
 
 namespace py = pybind11;
 
@@ -59,11 +57,24 @@ double bench_dispatcher(const std::string& qualname, const py::tuple& args, int6
 // The op's C++ implementation directly, without the dispatcher: what the
 // dispatcher itself costs is the difference.
 double bench_direct(const std::string& qualname, const py::tuple& args, int64_t iters) {
-  const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
-  if (!tile_op) throw py::value_error("no tile op named " + qualname);
+  const std::shared_ptr<NativeOp> native_op = find_native_op(qualname);
+  if (!native_op) throw py::value_error("no tile op named " + qualname);
   return seconds_for_calls(qualname, args, iters,
-                           [&](const c10::OperatorHandle&, torch::jit::Stack& stack) { tile_op->call(stack); });
+                           [&](const c10::OperatorHandle&, torch::jit::Stack& stack) { native_op->call(stack); });
 }
+
+// Keeps a copy of the last launch of the calls it observes.
+class LastLaunch final : public LaunchObserver {
+ public:
+  void phase(CallPhase) override {}
+  void launched(const PreparedLaunch& launch) override {
+    last = launch;
+    last.bind();
+    seen = true;
+  }
+  PreparedLaunch last;
+  bool seen = false;
+};
 
 // Seconds for `iters` bare cuLaunchKernelEx calls replaying the op's last
 // launch for these arguments: the floor any launcher pays. With
@@ -71,14 +82,16 @@ double bench_direct(const std::string& qualname, const py::tuple& args, int64_t 
 // (the output an op must return), to show what that costs next to a launch.
 double bench_raw_launch(const std::string& qualname, const py::tuple& args, int64_t iters,
                         std::optional<at::Tensor> allocate_like) {
-  const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
-  if (!tile_op) throw py::value_error("no tile op named " + qualname);
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
   torch::jit::Stack stack = stack_for(op, args);
   py::gil_scoped_release no_gil;
-  PreparedLaunch launch;
-  tile_op->call(stack, &launch);  // outputs stay on `stack`, alive for the loop
-  if (launch.function == nullptr) throw py::value_error(qualname + " launched nothing for these arguments");
+  LastLaunch observed;
+  {
+    ScopedLaunchObserver scope(&observed);
+    op.callBoxed(stack);  // outputs stay on `stack`, alive for the loop
+  }
+  if (!observed.seen) throw py::value_error(qualname + " launched nothing for these arguments");
+  const PreparedLaunch& launch = observed.last;
   const CudaDriver& d = cuda_driver();
   AllocStep like_step;
   like_step.kind = AllocStep::Kind::EmptyLike;
@@ -90,7 +103,8 @@ double bench_raw_launch(const std::string& qualname, const py::tuple& args, int6
       at::Tensor t = allocate_output(like_step, nullptr, 0, &*allocate_like, allocator,
                                      c10::DispatchKeySet(c10::DispatchKey::CUDA));
     }
-    d.check(d.cuLaunchKernelEx(&launch.config, launch.function, launch.params, nullptr), "cuLaunchKernelEx");
+    d.check(d.cuLaunchKernelEx(&launch.config, launch.function, const_cast<void**>(launch.params), nullptr),
+            "cuLaunchKernelEx");
   }
   const auto stop = std::chrono::steady_clock::now();
   return std::chrono::duration<double>(stop - start).count();
@@ -122,70 +136,61 @@ uint64_t ticks() {
 #endif
 }
 
-// Nanoseconds per call spent in each phase of TileOp::call, stamped inside a
-// loop of real calls (so caches and the allocator behave as in bench_direct).
-// The phases follow TileOp::call step by step; ticks are converted to ns with
-// the loop's wall time.
+// Stamps each phase boundary of the calls it observes and adds the time
+// since the previous stamp to the phase that just ended.
+class PhaseTimer final : public LaunchObserver {
+ public:
+  static constexpr int kPhases = int(CallPhase::Count_);
+  void start() { last_ = ticks(); }
+  void phase(CallPhase p) override {
+    const uint64_t now = ticks();
+    spent[int(p)] += now - last_;
+    last_ = now;
+  }
+  uint64_t spent[kPhases] = {};
+
+ private:
+  uint64_t last_ = 0;
+};
+
+// Nanoseconds per call spent in each phase of the op's native implementation,
+// stamped by a LaunchObserver inside a loop of real calls (so caches and the
+// allocator behave as in bench_direct); ticks are converted to ns with the
+// loop's wall time. "stack" is the caller's copy of the arguments (and the
+// free of the previous call's outputs); the rest follow CallPhase.
 py::dict bench_phases(const std::string& qualname, const py::tuple& args, int64_t iters) {
-  static const char* const kPhases[] = {
-      "stack: copy args, free last output", "read_arguments", "device check", "select plan",
-      "allocate outputs", "prepare launch (key, variant, params)", "cuLaunchKernelEx", "push outputs"};
-  constexpr int kNum = sizeof(kPhases) / sizeof(kPhases[0]);
-  const std::shared_ptr<TileOp> tile_op = find_tile_op(qualname);
-  if (!tile_op) throw py::value_error("no tile op named " + qualname);
+  static const char* const kNames[] = {"read_arguments", "device check", "select plan", "allocate outputs",
+                                       "prepare launch (key, variant, params)", "cuLaunchKernelEx",
+                                       "push outputs"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == PhaseTimer::kPhases, "one name per CallPhase");
+  const std::shared_ptr<NativeOp> native_op = find_native_op(qualname);
+  if (!native_op) throw py::value_error("no tile op named " + qualname);
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
   const torch::jit::Stack prototype = stack_for(op, args);
-  uint64_t spent[kNum] = {};
+  PhaseTimer timer;
+  uint64_t stack_ticks = 0;
   double wall_ns = 0;
   {
     py::gil_scoped_release no_gil;
     torch::jit::Stack stack = prototype;
-    tile_op->call(stack);  // warm: traced and compiled
-    const size_t n = tile_op->arg_kinds().size();
-    const char* name = qualname.c_str();
+    native_op->call(stack);  // warm: traced and compiled
+    ScopedLaunchObserver scope(&timer);
     const auto start = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < iters; ++i) {
-      // Phase k runs from t[k] to t[k + 1]; the driver's time is taken out of
-      // the launch loop and counted as its own phase.
-      uint64_t t[kNum + 1];
-      t[0] = ticks();
+      const uint64_t before = ticks();
       stack.assign(prototype.begin(), prototype.end());
-      t[1] = ticks();
-      CallArgs call;
-      tile_op->read_arguments(stack.data(), call);
-      t[2] = ticks();
-      const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(call.device));
-      c10::OptionalDeviceGuard device_guard;
-      if (current_context_device() != call.device) device_guard.reset_device(device);
-      t[3] = ticks();
-      const LaunchPlan* plan = tile_op->plans().select(call);
-      if (plan == nullptr) throw std::runtime_error(qualname + ": no plan for the warmed arguments");
-      t[4] = ticks();
-      TorchLaunchHost host(call, stack.data(), device);
-      allocate_outputs(*plan, call, host, name);
-      t[5] = ticks();
-      uint64_t in_driver = 0;
-      ensure_context(call.device);
-      for (const LaunchStep& step : plan->launches) {
-        PreparedLaunch launch;
-        if (!prepare_launch(step, call, host, tile_op->compiler(), name, launch)) continue;
-        const uint64_t before = ticks();
-        submit_launch(launch, step, name);
-        in_driver += ticks() - before;
-      }
-      t[7] = ticks();
-      t[6] = t[7] - in_driver;
-      torch::jit::drop(stack, n);
-      for (int32_t slot : plan->outputs) torch::jit::push(stack, std::move(host.output(slot)));
-      t[8] = ticks();
-      for (int k = 0; k < kNum; ++k) spent[k] += t[k + 1] - t[k];
+      timer.start();
+      stack_ticks += ticks() - before;
+      native_op->call(stack);
     }
     wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   }
-  uint64_t total = 0;
-  for (uint64_t v : spent) total += v;
+  uint64_t total = stack_ticks;
+  for (uint64_t v : timer.spent) total += v;
+  const double ns_per_tick = wall_ns / double(total);
   py::dict out;
-  for (int k = 0; k < kNum; ++k) out[kPhases[k]] = wall_ns * double(spent[k]) / double(total) / double(iters);
+  out["stack: copy args, free last output"] = ns_per_tick * double(stack_ticks) / double(iters);
+  for (int k = 0; k < PhaseTimer::kPhases; ++k) out[kNames[k]] = ns_per_tick * double(timer.spent[k]) / double(iters);
   out["total"] = wall_ns / double(iters);
   return out;
 }

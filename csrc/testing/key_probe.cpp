@@ -10,7 +10,7 @@
 #include "../torch/error_translation.h"
 #include "../torch/output_allocation.h"
 #include "../torch/torch_launch_host.h"
-#include "plan_from_python.h"
+#include "../python/plan_from_python.h"
 
 namespace py = pybind11;
 

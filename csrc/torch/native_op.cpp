@@ -1,4 +1,4 @@
-#include "tile_op.h"
+#include "native_op.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
@@ -17,20 +17,20 @@
 namespace torch_tile {
 namespace {
 
-class TileOpKernel final : public c10::OperatorKernel {
+class NativeOpKernel final : public c10::OperatorKernel {
  public:
-  explicit TileOpKernel(std::shared_ptr<TileOp> op) : op_(std::move(op)) {}
+  explicit NativeOpKernel(std::shared_ptr<NativeOp> op) : op_(std::move(op)) {}
   void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
     op_->call(*stack);
   }
 
  private:
-  std::shared_ptr<TileOp> op_;
+  std::shared_ptr<NativeOp> op_;
 };
 
-std::string argument_name(const TileOp& op, size_t i) { return "'" + op.arg_names()[i] + "'"; }
+std::string argument_name(const NativeOp& op, size_t i) { return "'" + op.arg_names()[i] + "'"; }
 
-[[noreturn]] void bad_argument(const TileOp& op, ErrorKind kind, size_t i, const std::string& expected,
+[[noreturn]] void bad_argument(const NativeOp& op, ErrorKind kind, size_t i, const std::string& expected,
                                const std::string& got) {
   fail(kind, op.qualname() + ": argument " + argument_name(op, i) + " expected " + expected + ", got " + got);
 }
@@ -40,8 +40,8 @@ std::string kind_of(const c10::IValue& v) { return v.isNone() ? "None" : std::st
 
 }  // namespace
 
-void TileOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
-  const TileOp& op = *this;
+void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
+  const NativeOp& op = *this;
   const size_t n = op.arg_kinds().size();
   args.num_args = int32_t(n);
   args.num_slots = int32_t(n);
@@ -96,10 +96,10 @@ void TileOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
   }
 }
 
-TileOp::TileOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
-               std::shared_ptr<PlanTracer> tracer, std::shared_ptr<Compiler> compiler)
+NativeOp::NativeOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
+                   std::shared_ptr<PlanTracer> tracer)
     : qualname_(std::move(qualname)), arg_kinds_(std::move(arg_kinds)), num_returns_(num_returns),
-      tracer_(std::move(tracer)), compiler_(std::move(compiler)) {
+      tracer_(std::move(tracer)) {
   if (arg_kinds_.size() > size_t(kMaxOpArgs)) {
     fail(ErrorKind::NotImplemented, qualname_ + ": more than " + std::to_string(kMaxOpArgs) + " arguments");
   }
@@ -115,7 +115,7 @@ TileOp::TileOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_ret
   }
 }
 
-const LaunchPlan& TileOp::plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first) {
+const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first) {
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   // Slow path: trace the body once for this case, even if threads race here.
   std::lock_guard<std::mutex> lock(plans_.trace_mutex());
@@ -129,35 +129,40 @@ const LaunchPlan& TileOp::plan_for(const CallArgs& args, const torch::jit::Stack
   return *plans_.add(std::move(plan));
 }
 
-void TileOp::call(torch::jit::Stack& stack, PreparedLaunch* last) {
+void NativeOp::call(torch::jit::Stack& stack) {
   const size_t n = arg_kinds_.size();
   const size_t first = stack.size() - n;
   const c10::IValue* in = stack.data() + first;
+  LaunchObserver* const observer = launch_observer();  // none in production: one branch per phase
   try {
     CallArgs args;
     read_arguments(in, args);
     if (!written_args_.empty()) check_written_arguments(qualname_, arg_names_, written_args_, in);
+    if (observer != nullptr) observer->phase(CallPhase::ArgumentsRead);
     const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device));
     // Switch devices only when needed: the guard costs runtime calls on every call.
     c10::OptionalDeviceGuard device_guard;
     if (current_context_device() != args.device) device_guard.reset_device(device);
+    if (observer != nullptr) observer->phase(CallPhase::DeviceSet);
     const LaunchPlan& plan = plan_for(args, stack, first);
+    if (observer != nullptr) observer->phase(CallPhase::PlanSelected);
     TorchLaunchHost host(args, in, device);
-    run_plan(plan, args, host, *compiler_, qualname_.c_str(), last);
+    run_plan(plan, args, host, qualname_.c_str(), observer);
     torch::jit::drop(stack, n);
     for (int32_t slot : plan.outputs) torch::jit::push(stack, std::move(host.output(slot)));
+    if (observer != nullptr) observer->phase(CallPhase::OutputsPushed);
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
 }
 
-void register_tile_op(std::shared_ptr<TileOp> op, const std::string& dispatch_key) {
+void register_native_op(std::shared_ptr<NativeOp> op, const std::string& dispatch_key) {
   with_impl_library(op->qualname(), c10::parseDispatchKey(dispatch_key), [&](torch::Library& lib, const char* name) {
-    lib.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<TileOpKernel>(op)));
+    lib.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeOpKernel>(op)));
   });
-  OpTable<TileOp>::instance().put(op->qualname(), op);
+  OpTable<NativeOp>::instance().put(op->qualname(), op);
 }
 
-std::shared_ptr<TileOp> find_tile_op(const std::string& qualname) { return OpTable<TileOp>::instance().find(qualname); }
+std::shared_ptr<NativeOp> find_native_op(const std::string& qualname) { return OpTable<NativeOp>::instance().find(qualname); }
 
 }  // namespace torch_tile

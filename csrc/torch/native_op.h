@@ -15,25 +15,25 @@
 
 namespace torch_tile {
 
-class TileOp;
+class NativeOp;
 
 // Called (rarely) when no plan matches a call: traces the op body for these
 // arguments. Implemented by the Python layer, which takes the GIL.
 class PlanTracer {
  public:
   virtual ~PlanTracer() = default;
-  virtual std::unique_ptr<LaunchPlan> trace(TileOp& op, const torch::jit::Stack& stack,
+  virtual std::unique_ptr<LaunchPlan> trace(NativeOp& op, const torch::jit::Stack& stack,
                                             size_t first_arg) = 0;
 };
 
 // What kind of value each schema argument carries.
 enum class ArgKind : int32_t { Tensor = 0, Int = 1, Float = 2, Bool = 3, Other = 4 };
 
-class TileOp {
+class NativeOp {
  public:
   // The op's schema must already be defined (its names and alias annotations are read).
-  TileOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
-         std::shared_ptr<PlanTracer> tracer, std::shared_ptr<Compiler> compiler);
+  NativeOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
+           std::shared_ptr<PlanTracer> tracer);
 
   const std::string& qualname() const { return qualname_; }
   const std::vector<ArgKind>& arg_kinds() const { return arg_kinds_; }
@@ -42,16 +42,14 @@ class TileOp {
   const std::vector<int>& written_args() const { return written_args_; }
   int num_returns() const { return num_returns_; }
   PlanSet& plans() { return plans_; }
-  Compiler& compiler() { return *compiler_; }
 
   // The boxed CUDA implementation: reads arguments from the stack, selects or
   // traces a plan, runs it on the current stream, pushes the outputs.
-  // `last`, when given, receives the last launch (for the driver-floor benchmark).
-  void call(torch::jit::Stack& stack, PreparedLaunch* last = nullptr);
-  // Reads the op's arguments (`in`, on the stack) into `args` and checks devices and dtypes.
-  void read_arguments(const c10::IValue* in, CallArgs& args) const;
+  void call(torch::jit::Stack& stack);
 
  private:
+  // Reads the op's arguments (`in`, on the stack) into `args` and checks devices and dtypes.
+  void read_arguments(const c10::IValue* in, CallArgs& args) const;
   const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
 
   const std::string qualname_;
@@ -60,15 +58,14 @@ class TileOp {
   std::vector<int> written_args_;
   const int num_returns_;
   std::shared_ptr<PlanTracer> tracer_;
-  std::shared_ptr<Compiler> compiler_;
   PlanSet plans_;
 };
 
 // Registers `op` as the implementation of its qualname for `dispatch_key`
 // ("CUDA"); the schema must already be defined. Kept for the process lifetime.
-void register_tile_op(std::shared_ptr<TileOp> op, const std::string& dispatch_key);
+void register_native_op(std::shared_ptr<NativeOp> op, const std::string& dispatch_key);
 
 // The registered op of that name, or nullptr.
-std::shared_ptr<TileOp> find_tile_op(const std::string& qualname);
+std::shared_ptr<NativeOp> find_native_op(const std::string& qualname);
 
 }  // namespace torch_tile

@@ -14,7 +14,6 @@ TensorArg view_of(const at::Tensor& t, const DLDataType& dtype) {
   a.strides = t.strides().data();
   a.ndim = int32_t(t.dim());
   a.dtype = dtype;
-  a.device = DLDevice{kDLCUDA, t.device().index()};
   return a;
 }
 

@@ -1,0 +1,102 @@
+#include "runtime_probes.h"
+
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <string>
+
+#include "../runtime/compiled_kernel.h"
+#include "../runtime/cuda_driver.h"
+#include "../runtime/error.h"
+#include "../runtime/inline_cache.h"
+
+namespace py = pybind11;
+
+namespace torch_tile {
+namespace {
+
+// Entries an inline cache holds after a call site alternates `rounds` times
+// between `variants` keys (each remembered after a miss, as the launch path does).
+size_t inline_cache_entries(int variants, int rounds) {
+  InlineCache cache;
+  for (int round = 0; round < rounds; ++round) {
+    for (int v = 0; v < variants; ++v) {
+      SpecializationKey key;
+      key.push(uint64_t(v));
+      if (cache.lookup(key) == nullptr) cache.remember(key, nullptr);
+    }
+  }
+  return cache.entry_count();
+}
+
+// A driver whose module loads succeed and whose function-attribute query (the
+// first call after the load for a kernel with > 48 KB of shared memory) fails.
+std::atomic<int> g_loaded_modules{0};
+std::atomic<int> g_unloaded_modules{0};
+int g_fake_module = 0;
+
+cu::CUresult fake_ok_attribute(int* v, int which, cu::CUdevice) {
+  *v = which == cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN ? 232448 : 90;
+  return cu::CUDA_SUCCESS;
+}
+
+CudaDriver fake_driver() {
+  CudaDriver d{};
+  d.cuDeviceGet = [](cu::CUdevice* dev, int ordinal) { *dev = ordinal; return cu::CUDA_SUCCESS; };
+  d.cuDeviceGetAttribute = fake_ok_attribute;
+  d.cuModuleLoadData = [](cu::CUmodule* m, const void*) {
+    g_loaded_modules.fetch_add(1);
+    *m = reinterpret_cast<cu::CUmodule>(&g_fake_module);
+    return cu::CUDA_SUCCESS;
+  };
+  d.cuModuleUnload = [](cu::CUmodule) {
+    g_unloaded_modules.fetch_add(1);
+    return cu::CUDA_SUCCESS;
+  };
+  d.cuModuleGetFunction = [](cu::CUfunction* f, cu::CUmodule, const char*) {
+    *f = reinterpret_cast<cu::CUfunction>(&g_fake_module);
+    return cu::CUDA_SUCCESS;
+  };
+  d.cuFuncGetAttribute = [](int*, int, cu::CUfunction) { return cu::CUresult(1); };  // CUDA_ERROR_INVALID_VALUE
+  return d;
+}
+
+// Loads a kernel whose post-load set-up fails; returns (modules loaded,
+// modules unloaded, error message). The fake serves device `device` only for
+// this call (use an ordinal no real test uses: device properties are cached).
+py::tuple failed_load_modules(int device) {
+  static const CudaDriver fake = fake_driver();
+  g_loaded_modules = 0;
+  g_unloaded_modules = 0;
+  std::string message;
+  override_cuda_driver(&fake);
+  try {
+    KernelBinary binary;
+    binary.name = "probe";
+    binary.cubin = "not a cubin";
+    binary.shared_mem = 64 * 1024;  // above 48 KB: load queries the function's static shared memory
+    CompiledKernel kernel(std::move(binary));
+    try {
+      kernel.function(device);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+  } catch (...) {
+    override_cuda_driver(nullptr);
+    throw;
+  }
+  override_cuda_driver(nullptr);
+  return py::make_tuple(g_loaded_modules.load(), g_unloaded_modules.load(), message);
+}
+
+}  // namespace
+
+void bind_runtime_probes(py::module_& m) {
+  m.def("inline_cache_entries", &inline_cache_entries, py::arg("variants"), py::arg("rounds"),
+        "Entries an InlineCache holds after a call site alternates `rounds` times between `variants` keys.");
+  m.def("failed_load_modules", &failed_load_modules, py::arg("device"),
+        "Against a fake driver, loads a kernel whose set-up after cuModuleLoadData fails: "
+        "(modules loaded, modules unloaded, error).");
+}
+
+}  // namespace torch_tile
