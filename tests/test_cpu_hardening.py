@@ -177,3 +177,28 @@ def test_the_process_keeps_working_after_refusals():
         with pytest.raises((TypeError, ValueError)):
             torch.ops.tile.add(*bad)
     torch.testing.assert_close(torch.ops.tile.add(x, y), x + y, rtol=0, atol=0)
+
+
+@triton.jit
+def _raw_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@tt.op("hardening::raw_add")
+def raw_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    _raw_add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16])
+def test_cpu_path_refuses_dtypes_the_interpreter_computes_wrongly(dtype):
+    x = torch.randn(16).to(dtype)
+    with pytest.raises(NotImplementedError, match=rf"_raw_add_kernel: Triton's interpreter .* wrong results for "
+                                                  rf"{dtype}"):
+        raw_add(x, x)
+    y = torch.randn(16)
+    torch.testing.assert_close(raw_add(y, y), y + y)

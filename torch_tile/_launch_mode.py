@@ -4,7 +4,8 @@ Op bodies call kernels the usual way, ``kernel[grid](...)``. While torch_tile
 runs a body, the launch is routed by the active mode of this thread: recorded
 into a launch plan (tracing), skipped (fake tensors / meta), or executed by
 Triton's interpreter (the CPU debug path). Outside a body Triton is untouched:
-``JITFunction.run`` is wrapped only while at least one body runs.
+``JITFunction.run`` is wrapped only while at least one body runs; meanwhile the
+launches Triton runs itself (in any thread) hold the code-generation lock shared.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any, Iterator, Optional
 
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
+
+from ._codegen_lock import code_generation
 
 
 class LaunchMode:
@@ -40,11 +43,16 @@ _original_runs = {JITFunction: JITFunction.run, Autotuner: Autotuner.run}
 
 def _router(cls):
     original = _original_runs[cls]
+    # A launch Triton runs itself may compile; while bodies run, an interpreted
+    # launch in another thread may have Triton patched (see _codegen_lock).
+    # The autotuner's runs reach JITFunction.run, so only that one takes the lock.
+    codegen = code_generation if cls is JITFunction else contextlib.nullcontext
 
     def routed_run(self, *args, grid, warmup=False, **kwargs):
         mode: Optional[LaunchMode] = getattr(_local, "mode", None)
         if mode is None or warmup:
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            with codegen():
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         return mode.launch(self, grid, args, kwargs)
 
     return routed_run

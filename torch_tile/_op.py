@@ -11,7 +11,7 @@ import triton
 from . import _C, _disk_cache
 from ._fake import fake_call
 from ._launch_mode import launch_mode
-from ._mutation_check import written_parameters
+from ._mutation_check import ANALYSIS_VERSION, written_parameters
 from ._tracer import Tracer
 from ._triton_frontend import InterpretLaunches, config_fingerprint, launch_config
 from ._version import __version__
@@ -125,7 +125,7 @@ class TileOp:
         (analysed once per configuration, and kept in the disk cache; None if
         it cannot be analysed)."""
         if config not in self._written:
-            key = _disk_cache.content_key("writes", __version__, "triton", triton.__version__,
+            key = _disk_cache.content_key("writes", ANALYSIS_VERSION, __version__, "triton", triton.__version__,
                                           config_fingerprint(launch_config(config)))
 
             cache = _disk_cache.active()

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 import triton
+from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.autotuner import Autotuner
@@ -22,6 +23,7 @@ from triton.runtime.jit import JITFunction, create_function_from_signature
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import _C, _descriptors, _disk_cache
+from ._codegen_lock import code_generation, interpretation
 from ._version import __version__
 from ._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
 from ._launch_mode import LaunchMode
@@ -256,6 +258,19 @@ def _binder(kernel: JITFunction, capability: int):
     return cached
 
 
+def _run_binder(kernel: JITFunction, capability: int, args: list, launch_options: dict):
+    """Triton's binder and ``_pack_args`` for ``kernel[grid](*args, **launch_options)``
+    on sm_<capability>: (backend, options, signature, constexprs, attrs)."""
+    backend, binder = _binder(kernel, capability)
+    kwargs = dict(launch_options)
+    # As JITFunction.run does before binding.
+    kwargs["debug"] = kwargs.get("debug", kernel.debug) or triton.knobs.runtime.debug
+    if hasattr(triton.knobs.compilation, "instrumentation_mode"):
+        kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
+    bound_args, specialization, options = binder(*args, **kwargs)
+    return backend, *kernel._pack_args(backend, kwargs, bound_args, specialization, options)
+
+
 def specialize(kid: int, words: list[int], capability: int):
     """What Triton's JIT derives for the variant a key describes: returns
     (kernel, options, signature, constexprs, attrs), from Triton's own binder."""
@@ -263,24 +278,36 @@ def specialize(kid: int, words: list[int], capability: int):
     kernel = config.kernel
     if kernel_id(kernel) != kid:
         raise RuntimeError("torch_tile: key does not belong to this kernel")
-    backend, binder = _binder(kernel, capability)
-    kwargs = dict(config.options)
-    # As JITFunction.run does before binding.
-    kwargs["debug"] = kwargs.get("debug", kernel.debug) or triton.knobs.runtime.debug
-    if hasattr(triton.knobs.compilation, "instrumentation_mode"):
-        kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
-    bound_args, specialization, options = binder(*representative_args(config, words), **kwargs)
-    options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound_args, specialization, options)
+    _, options, signature, constexprs, attrs = _run_binder(kernel, capability, representative_args(config, words),
+                                                           config.options)
     return kernel, options, signature, constexprs, attrs
 
 
 def compile_variant(kid: int, words: list[int], capability: int):
     """Compiles the variant a key describes, as ``kernel[grid]`` would (no GPU
     needed). Returns the Triton CompiledKernel and the ASTSource it came from."""
-    kernel, options, signature, constexprs, attrs = specialize(kid, words, capability)
-    src = ASTSource(kernel, signature, constexprs, attrs)
-    compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32), options=options.__dict__)
+    with code_generation():
+        kernel, options, signature, constexprs, attrs = specialize(kid, words, capability)
+        src = ASTSource(kernel, signature, constexprs, attrs)
+        compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32), options=options.__dict__)
     return compiled, src
+
+
+def kernel_ttir(kernel: JITFunction, args: list, capability: int):
+    """The TTIR Triton's JIT generates for ``kernel[grid](*args)`` on
+    sm_<capability>, the way ``triton.compile`` makes its first stage (no GPU
+    and no active driver needed). Returns the module and the signature it was
+    specialised to (parameter name -> Triton type; "constexpr" for parameters
+    folded into the code)."""
+    with code_generation():
+        backend, options, signature, constexprs, attrs = _run_binder(kernel, capability, args, {})
+        src = ASTSource(kernel, signature, constexprs, attrs)
+        context = ir.context()
+        ir.load_dialects(context)
+        backend.load_dialects(context)
+        module = src.make_ir(GPUTarget("cuda", capability, 32), options, backend.get_codegen_implementation(options),
+                             backend.get_module_map(), context)  # the module keeps the context alive
+    return module, signature
 
 
 def _runtime_params(src: ASTSource, tensordesc_meta) -> dict:
@@ -380,6 +407,12 @@ def compile_count() -> int:
 # -- the CPU debug path ------------------------------------------------------------------------------
 
 
+# Dtypes Triton's interpreter computes wrongly (numpy has no bfloat16 or fp8:
+# their bits are read as other types), refused on the CPU path.
+_NOT_INTERPRETABLE = frozenset({torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
+                                torch.float8_e5m2fnuz})
+
+
 class InterpretLaunches(LaunchMode):
     """Runs launches with Triton's interpreter (CPU tensors; slow, for debugging).
 
@@ -387,11 +420,12 @@ class InterpretLaunches(LaunchMode):
     ``triton.language``'s own (``tl.max``...), to have been created with
     TRITON_INTERPRET=1. For the duration of one interpreted launch, device-side
     calls of ordinary JIT functions are therefore routed through an
-    ``InterpretedFunction`` and the interpret knob is on. Interpreted launches
-    are serialized process-wide.
+    ``InterpretedFunction`` and the interpret knob is on. Those patches are
+    process-wide, so an interpreted launch holds the code-generation lock
+    exclusively (``_codegen_lock``): no compile runs meanwhile, and interpreted
+    launches are serialized.
     """
 
-    _lock = threading.Lock()
     _interpreted: dict[int, tuple[Any, Any]] = {}  # id(python fn) -> (fn, InterpretedFunction)
 
     @classmethod
@@ -426,16 +460,16 @@ class InterpretLaunches(LaunchMode):
                 config.pre_hook({**named, **kwargs})
             kernel = jit
         for value in map(_descriptors.tensor_of, list(args) + list(kwargs.values())):
-            if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
+            if isinstance(value, torch.Tensor) and value.dtype in _NOT_INTERPRETABLE:
                 raise NotImplementedError(
                     f"{kernel.fn.__name__}: Triton's interpreter (the CPU debug path) computes wrong results "
-                    "for bfloat16 tensors; use float32/float16 on CPU, or run on a GPU"
+                    f"for {value.dtype} tensors; use float32/float16 on CPU, or run on a GPU"
                 )
         # Triton's code generator snapshots triton.language builtins when first
         # imported; import it now, before they are patched for interpretation.
         import triton.compiler.code_generator  # noqa: F401
 
-        with self._lock:
+        with interpretation():
             interp = self._interpreted_fn(
                 kernel.fn,
                 do_not_specialize=kernel.do_not_specialize,
