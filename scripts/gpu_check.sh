@@ -5,7 +5,9 @@
 # benchmark tables, example, demo) and each benchmark's JSON and PNG. The device
 # tool returns at most 8 files: pick three benchmarks with BENCHMARKS (default:
 # all four); RUN_EXAMPLES=0 skips the training example and the demo. A failed
-# build prints its errors.
+# build prints its errors. SANITIZE=1 then runs scripts/gpu_sanitize.sh (compute-sanitizer memcheck
+# over the example-op tests, racecheck on softmax/layer_norm) into one more file, sanitizer.log:
+# with it, pick at most two benchmarks to stay within 8 files.
 # Usage (device tool): bash scripts/gpu_check.sh [pytest paths/args; default: all tests]
 OUT="${OUT:-$(cd "$(dirname "$0")/.." && pwd)/gpu_out}"
 mkdir -p "$OUT"
@@ -38,4 +40,7 @@ if [ $# -eq 0 ]; then
   "$PY" -m pytest ${CPU_TESTS:-tests/test_cpu_*.py} -q -rs >> "$OUT/pytest.log" 2>&1 || status=1
 fi
 grep -E "passed|failed" "$OUT/pytest.log" | tail -2
+if [ "${SANITIZE:-0}" = 1 ]; then
+  PY="$PY" OUT="$OUT" bash "$(dirname "$0")/gpu_sanitize.sh" || status=1
+fi
 exit $status
