@@ -9,12 +9,16 @@ on the current stream, all in C++. Python runs only on a cache miss.
 
 import torch  # noqa: F401  (loads libtorch before the extension)
 
-from . import _C
+from . import _C, frontends
+from ._errors import TraceError
 from ._expr import SymbolicInt, sym_max, sym_min
 from ._op import TileOp, op
-from ._tracer import TraceError, TensorProxy
-from ._triton_frontend import compile_count, compile_variant
+from ._stand_ins import TensorProxy
 from ._version import __version__
+from .frontends.triton import compile_count, compile_variant
+
+# Explicit, once: the Triton frontend compiles its kernels' variants for the native runtime.
+frontends.triton.register()
 
 
 def runtime_counters() -> dict:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from . import _C
+from ._plan import ArgKind
 
 if TYPE_CHECKING:
     from ._op import TileOp
@@ -23,11 +24,11 @@ if TYPE_CHECKING:
 KERNEL_DTYPES = frozenset(_C.kernel_dtypes())
 
 _SCALAR_TYPES = {
-    "int": (int, torch.SymInt),
-    "float": (float, int, torch.SymFloat, torch.SymInt),
-    "bool": (bool, torch.SymBool),
+    ArgKind.INT: (int, torch.SymInt),
+    ArgKind.FLOAT: (float, int, torch.SymFloat, torch.SymInt),
+    ArgKind.BOOL: (bool, torch.SymBool),
 }
-_SCALAR_NAMES = {"int": "an int", "float": "a float", "bool": "a bool"}
+_SCALAR_NAMES = {ArgKind.INT: "an int", ArgKind.FLOAT: "a float", ArgKind.BOOL: "a bool"}
 
 
 def _describe(value: Any) -> str:
@@ -44,8 +45,8 @@ def check_call_arguments(op: "TileOp", args: Sequence[Any]) -> None:
     first = None  # (name, device) of the first tensor argument
     for name, kind, value in zip(op.arg_names, op.arg_kinds, args):
         where = f"{op.qualname}: argument '{name}'"
-        if kind != "Tensor":
-            if not isinstance(value, _SCALAR_TYPES[kind]) or (kind == "int" and isinstance(value, bool)):
+        if kind != ArgKind.TENSOR:
+            if not isinstance(value, _SCALAR_TYPES[kind]) or (kind == ArgKind.INT and isinstance(value, bool)):
                 raise TypeError(f"{where} expected {_SCALAR_NAMES[kind]}, got {_describe(value)}")
             continue
         if not isinstance(value, torch.Tensor):

@@ -37,6 +37,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
+from . import _C
+
 ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190
 SHT_SYMTAB = 2
@@ -59,12 +61,10 @@ MAX_CLUSTER_CTAS = 16  # with the non-portable cluster size attribute
 
 TRITON_SCRATCH_POINTERS = 2  # global and profile scratch, appended by Triton to every kernel
 
-# Bytes of one kernel parameter of a Triton signature type, as the C++ launcher packs it.
-PARAM_BYTES = {
-    "i1": 1, "i8": 1, "u1": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "fp32": 4, "f32": 4,
-    "i64": 8, "u64": 8, "fp64": 8, "nvTmaDesc": 128,
-}
-POINTER_BYTES = 8
+# Bytes of one kernel parameter of a Triton signature type, as the C++ launcher
+# packs it (its table: csrc/python/binary_from_python.cpp).
+PARAM_BYTES = _C.param_type_bytes()
+POINTER_BYTES = PARAM_BYTES.pop("*")
 
 
 class _Section(NamedTuple):

@@ -24,6 +24,11 @@ import torch
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from . import _plan
+from ._expr import SymbolicInt, encode_int
+from ._stand_ins import TensorProxy, concrete
+from ._trace_state import current_tracer
+
 MAX_RANK = 5  # cuTensorMapEncodeTiled's limit
 MAX_BOX = 256  # per dimension, elements
 # Triton's tensordesc metadata names the device-side dtype enum; the driver
@@ -47,8 +52,6 @@ def _int_of(value: Any) -> Any:
     """A block-shape entry as an int (constexpr wrappers and symbolic values are specialised)."""
     if isinstance(value, tl.constexpr):
         value = value.value
-    from ._expr import SymbolicInt
-
     if isinstance(value, SymbolicInt):
         return value.specialize()
     return value
@@ -73,9 +76,7 @@ def check_block_shape(where: str, block_shape, rank: int, error) -> tuple[int, .
 def _traced_post_init(self) -> None:
     """Triton's checks, minus the ones on data, for descriptors over stand-ins
     (those are made per call in C++)."""
-    from ._tracer import TensorProxy, _current_tracer
-
-    tracer = _current_tracer()
+    tracer = current_tracer()
     if tracer is None:  # another thread's descriptor, while this one traces
         _original_post_init(self)
         return
@@ -105,15 +106,11 @@ def restore_post_init() -> None:
     TensorDescriptor.__post_init__ = _original_post_init
 
 
-def descriptor_binding(tracer, where: str, name: str, desc: TensorDescriptor) -> tuple[tuple, tuple]:
-    """(C++ binding tuple, static part for the launch configuration) of a
+def descriptor_binding(tracer, where: str, name: str, desc: TensorDescriptor) -> tuple[_plan.Binding, tuple]:
+    """(plan binding, static part for the launch configuration) of a
     descriptor argument. The static part (block shape, padding, tf32
     rounding) selects the compiled variant; the binding carries the base
     tensor's slot and the shape and stride expressions."""
-    from ._expr import encode_int
-    from ._triton_frontend import TENSORDESC
-    from ._tracer import TensorProxy
-
     if not isinstance(desc.base, TensorProxy):
         raise tracer.error(f"{where}: the descriptor's base must be a tensor the op takes or allocates, "
                            f"got {type(desc.base).__name__}")
@@ -121,9 +118,10 @@ def descriptor_binding(tracer, where: str, name: str, desc: TensorDescriptor) ->
     block = check_block_shape(where, desc.block_shape, rank, tracer.error)  # again: a pre_hook may set it
     tf32 = bool(getattr(desc, "round_f32_to_tf32", False))
     nan = desc.padding == "nan"
-    shape = [encode_int(s, tracer) for s in desc.shape]
-    strides = [encode_int(s, tracer) for s in desc.strides]
-    binding = (TENSORDESC, desc.base._slot, None, 0.0, True, True, (shape, strides, nan, tf32, name))
+    shape = [_plan.expr(encode_int(s, tracer)) for s in desc.shape]
+    strides = [_plan.expr(encode_int(s, tracer)) for s in desc.strides]
+    binding = _plan.Binding(_plan.BindingKind.TENSORDESC, desc.base._slot,
+                            desc=_plan.DescriptorBinding(shape, strides, nan, tf32, name))
     return binding, ("tensordesc", block, desc.padding, tf32)
 
 
@@ -139,8 +137,6 @@ def concrete_descriptor(desc: TensorDescriptor, base: torch.Tensor, where: str) 
     """A real descriptor over ``base`` with the stand-in's values read without
     guards (autotuning's timing runs), or a ValueError naming ``where`` when
     Triton refuses the tensor (as the launch path's own checks would)."""
-    from ._tracer import concrete
-
     shape, strides = [concrete(s) for s in desc.shape], [concrete(s) for s in desc.strides]
     try:
         return TensorDescriptor(base, shape, strides, [int(_int_of(b)) for b in desc.block_shape], desc.padding,

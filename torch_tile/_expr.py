@@ -3,43 +3,21 @@
 A ``SymbolicInt`` carries an expression over the call's tensor metadata and
 integer arguments together with its concrete value for the call being traced
 (like a SymInt with a hint). Arithmetic stays symbolic; turning one into a
-Python ``bool``/``int`` records a guard, as Dynamo does. The opcodes match
-``csrc/runtime/expr.h``.
+Python ``bool``/``int`` records a guard, as Dynamo does. The opcodes are the
+C++ runtime's (``_plan.ExprOp``).
 """
 
 from __future__ import annotations
 
-import enum
 from typing import Callable, Optional
 
+import torch
 
-class Op(enum.IntEnum):
-    CONST = 0
-    SIZE = 1
-    STRIDE = 2
-    NUMEL = 3
-    SCALAR = 4
-    ADD = 5
-    SUB = 6
-    MUL = 7
-    FLOORDIV = 8
-    MOD = 9
-    NEG = 10
-    MIN = 11
-    MAX = 12
-    NEXT_POW2 = 13
-    LT = 14
-    LE = 15
-    EQ = 16
-    NE = 17
-    GT = 18
-    GE = 19
-    NOT = 20
-    BITAND = 21
-    BITOR = 22
-    BITXOR = 23
-    SHL = 24
-    SHR = 25
+from ._plan import ExprOp
+
+
+# The opcodes, from the C++ runtime (csrc/runtime/expr.h).
+Op = ExprOp
 
 
 INT64_MIN = -(2**63)
@@ -262,8 +240,6 @@ def evaluate(code, tensors: list, scalars: list):
     """Evaluates bytecode over ``tensors`` (by slot) and integer ``scalars`` (by
     argument index). Works on ints and on torch SymInts alike: the fake
     implementation evaluates a plan's output shapes on SymInts this way."""
-    import torch
-
     stack: list = []
     pc = 0
     while pc < len(code):

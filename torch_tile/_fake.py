@@ -22,7 +22,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from ._call_arguments import check_call_arguments
 from ._expr import evaluate
 from ._launch_mode import SkipLaunches, launch_mode
-from ._tracer import ALLOC_EMPTY_LIKE
+from ._plan import AllocKind
 
 if TYPE_CHECKING:
     from ._op import TileOp
@@ -59,18 +59,18 @@ def fake_call(op: "TileOp", args: tuple):
     device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
     plan = op.trace(*[_hinted(a) for a in args], device=device)
     tensors = list(args)  # inputs by argument index, then outputs by slot
-    for code in plan["shape_guards"]:
+    for guard in plan.shape_guards:
         # Holds for the hints by construction; on SymInts, bool() installs the guard.
-        if not bool(evaluate(code, tensors, args)):
+        if not bool(evaluate(guard.code, tensors, args)):
             raise AssertionError(f"{op.qualname}: a traced guard does not hold for the call that traced it")
-    for alloc in plan["allocs"]:
-        if alloc["kind"] == ALLOC_EMPTY_LIKE:
-            out = torch.empty_like(tensors[alloc["like"]], dtype=alloc["dtype"])
+    for alloc in plan.allocs:
+        if alloc.kind == AllocKind.EMPTY_LIKE:
+            out = torch.empty_like(tensors[alloc.like_slot], dtype=alloc.dtype)
         else:
-            shape = [evaluate(code, tensors, args) for code, _ in alloc["shape"]]
-            out = torch.empty(shape, dtype=alloc["dtype"], device=device)
+            shape = [evaluate(e.code, tensors, args) for e in alloc.shape]
+            out = torch.empty(shape, dtype=alloc.dtype, device=device)
         tensors.append(out)
-    outputs = tuple(tensors[slot] for slot in plan["outputs"])
+    outputs = tuple(tensors[slot] for slot in plan.outputs)
     if op.num_returns == 0:
         return None
     return outputs[0] if op.num_returns == 1 else outputs

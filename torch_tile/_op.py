@@ -11,14 +11,16 @@ import triton
 from . import _C, _disk_cache
 from ._fake import fake_call
 from ._launch_mode import launch_mode
-from ._mutation_check import ANALYSIS_VERSION, written_parameters
+from ._plan import ArgKind
 from ._tracer import Tracer
-from ._triton_frontend import InterpretLaunches, config_fingerprint, launch_config
 from ._version import __version__
+from .frontends.triton.interpret import InterpretLaunches
+from .frontends.triton.kernels import config_fingerprint, launch_config
+from .frontends.triton.writes import ANALYSIS_VERSION, written_parameters
 
-# Argument kinds understood by the C++ op (csrc/torch/tile_op.h: ArgKind), by schema type.
-_ARG_KINDS = {"Tensor": 0, "int": 1, "SymInt": 1, "float": 2, "bool": 3}
-_KIND_NAMES = {0: "Tensor", 1: "int", 2: "float", 3: "bool"}
+# The argument kind of each schema type a tile op takes (ArgKind is the C++ runtime's).
+_ARG_KINDS = {"Tensor": ArgKind.TENSOR, "int": ArgKind.INT, "SymInt": ArgKind.INT, "float": ArgKind.FLOAT,
+              "bool": ArgKind.BOOL}
 
 
 class TileOp:
@@ -65,7 +67,7 @@ class TileOp:
                     f"{' (keyword-only)' if a.kwarg_only else ''}; supported: positional Tensor, int, float, bool"
                 )
             kinds.append(kind)
-        self.arg_kinds = [_KIND_NAMES[k] for k in kinds]  # checked per call on the Python paths
+        self.arg_kinds = kinds  # checked per call on the Python paths
         for r in parsed.returns:
             if str(r.type) != "Tensor":
                 raise TypeError(f"torch_tile.op {qualname}: returns must be Tensors, got {r.type}")
@@ -75,7 +77,7 @@ class TileOp:
         self.overload = getattr(getattr(torch.ops, self.namespace), self.name).default
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
         self._lib.impl(self.name, self._interpret, "CPU")
-        _C.register_op(qualname, kinds, self.num_returns, self._trace, "CUDA")
+        _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, "CUDA")
         # Calls needing no gradient stay in C++; the others run this Function.
         _C.register_autograd(qualname, self.mutated_args, _autograd_apply(self, None, None))
         self.backward_fn: Optional[Callable] = None  # as given to register_autograd
@@ -139,13 +141,36 @@ class TileOp:
             self._written[config] = written
         return self._written[config]
 
-    def trace(self, *args, device: Optional[torch.device] = None) -> dict:
-        """The launch plan for these arguments (what the C++ runtime receives);
-        ``device`` overrides the device the body sees (default: the tensors')."""
+    def trace(self, *args, device: Optional[torch.device] = None) -> _C.LaunchPlan:
+        """The launch plan for these arguments (what the C++ runtime receives;
+        see ``torch_tile._plan``); ``device`` overrides the device the body sees
+        (default: the tensors')."""
         return Tracer(self, args, device).run()
 
+    def plans(self) -> list:
+        """Copies of the launch plans the native path has (one per traced case)."""
+        return _C.plans_of(self.qualname)
+
+    def export_plans(self, plans: Optional[list] = None) -> bytes:
+        """The op's signature and plans as versioned, checksummed bytes, which
+        C++ reads without Python (docs/ARCHITECTURE.md, "Serialized plans").
+        ``plans``: the native path's own (default), or plans from :meth:`trace`
+        (which needs no GPU)."""
+        return _C.export_plans(self.qualname, plans)
+
+    def load_plans(self, data: bytes) -> int:
+        """Adds plans exported from this op (same name and schema) so that the
+        cases they cover run without tracing; returns how many. The kernels they
+        name must be registered in this process (ValueError otherwise)."""
+        return _C.install_plans(self.qualname, data)
+
+    def clear_plans(self) -> None:
+        """Forgets the native path's plans: the next call of each case traces
+        again (compiled variants stay cached)."""
+        _C.clear_plans(self.qualname)
+
     # Called by C++ (GIL held) when no plan matches.
-    def _trace(self, args: tuple) -> dict:
+    def _trace(self, args: tuple) -> _C.LaunchPlan:
         return Tracer(self, args).run()
 
     def _fake(self, *args):

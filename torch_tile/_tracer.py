@@ -1,14 +1,13 @@
-"""Traces an op body into a launch plan (plain data for the C++ runtime).
+"""Traces an op body into a launch plan (``_plan.LaunchPlan``, which the C++
+runtime takes as it is).
 
-The body runs once per new case with stand-ins for its arguments: tensors
-become ``TensorProxy`` (metadata only), ints and bools ``SymbolicInt``, floats
-``SymbolicFloat``. Allocations and Triton launches are recorded; Python
-branches on sizes become guards. See DESIGN.md, "Launch plan".
+The body runs once per new case with stand-ins for its arguments
+(``_stand_ins``). Allocations and Triton launches are recorded; Python branches
+on sizes become guards. See docs/ARCHITECTURE.md, "One miss".
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import threading
@@ -16,29 +15,25 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 import triton
+from torch._subclasses.fake_tensor import is_fake
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from triton.runtime.autotuner import Autotuner
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import _C, _descriptors, _expr
-from ._call_arguments import check_call_arguments
+from . import _C, _descriptors, _expr, _plan, _stand_ins
+from ._call_arguments import KERNEL_DTYPES, check_call_arguments
+from ._errors import TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
 from ._launch_mode import LaunchMode, direct_launches, launch_mode
+from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, \
+    is_non_overlapping_and_dense
+from ._trace_state import body_location, outside_trace, tracing
+from .frontends.triton import autotune
+from .frontends.triton.record import record_launch
 
 if TYPE_CHECKING:
     from ._op import TileOp
 
-
-class TraceError(RuntimeError):
-    """The op body did something a launch plan cannot hold."""
-
-
-class TraceOverflowError(TraceError, OverflowError):
-    """Integer arithmetic in the op body left int64 (the plan's integer type)."""
-
-
-ALLOC_EMPTY = 0
-ALLOC_EMPTY_LIKE = 1
 
 _FACTORIES = {
     torch.empty: ("empty", False),
@@ -50,7 +45,8 @@ _FACTORIES = {
 }
 
 
-_OWN_FILES = (_expr.__file__, __file__)
+# Frames of torch_tile itself, skipped when finding the body instruction that made a guard.
+_OWN_FILES = (_expr.__file__, _stand_ins.__file__, __file__)
 
 
 def _calling_instruction() -> tuple[int, int]:
@@ -67,219 +63,6 @@ def _active_instructions() -> set[tuple[int, int]]:
         active.add((id(frame), frame.f_lasti))
         frame = frame.f_back
     return active
-
-
-def body_location(fn) -> str:
-    """'file:line' of the innermost frame executing ``fn`` (the op body)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code is fn.__code__:
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
-
-
-class SymbolicFloat:
-    """A float argument: passed to kernels as is; no arithmetic in the plan."""
-
-    __slots__ = ("arg", "name", "value", "tracer")
-
-    def __init__(self, arg: int, name: str, value: float, tracer: "Tracer"):
-        self.arg, self.name, self.value, self.tracer = arg, name, value, tracer
-
-    def _refuse(self, *_args, **_kwargs):
-        raise self.tracer.error(
-            f"float argument '{self.name}' is used in host arithmetic or converted; a launch plan can only "
-            "pass float arguments to kernels unchanged (do the arithmetic inside the kernel)"
-        )
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __floordiv__ = __pow__ = __neg__ = _refuse
-    __float__ = __int__ = __bool__ = __lt__ = __gt__ = __le__ = __ge__ = _refuse
-    __eq__ = __ne__ = _refuse
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"SymbolicFloat({self.name} = {self.value})"
-
-
-def concrete(value: Any) -> Any:
-    """The Python value behind a scalar stand-in, read without a guard (bool
-    arguments stay bools, so Triton specialises them as it would for the
-    caller); anything else unchanged."""
-    if isinstance(value, SymbolicInt):
-        return bool(value.value) if value.is_bool else value.value
-    if isinstance(value, SymbolicFloat):
-        return value.value
-    return value
-
-
-def contiguous_strides(sizes) -> tuple[int, ...]:
-    strides, expected = [], 1
-    for s in reversed(sizes):
-        strides.append(expected)
-        expected *= max(int(s), 1)
-    return tuple(reversed(strides))
-
-
-def is_non_overlapping_and_dense(sizes, strides) -> bool:
-    """torch's rule (c10::TensorImpl::is_non_overlapping_and_dense), on plain tuples."""
-    expected = 1
-    for size, stride in sorted(zip(sizes, strides), key=lambda p: p[1]):
-        if size == 1:
-            continue
-        if stride != expected:
-            return False
-        expected *= size
-    return True
-
-
-class TensorMeta:
-    """Concrete metadata of one tensor of the traced call (plain Python: no torch
-    calls, which the tracer's TorchFunctionMode would intercept)."""
-
-    __slots__ = ("sizes", "strides", "dtype")
-
-    def __init__(self, sizes, strides, dtype: torch.dtype):
-        self.sizes, self.strides, self.dtype = tuple(sizes), tuple(strides), dtype
-
-    def dim(self) -> int:
-        return len(self.sizes)
-
-    def numel(self) -> int:
-        n = 1
-        for s in self.sizes:
-            n *= s
-        return n
-
-
-class TensorProxy:
-    """Stands in for a tensor while tracing: metadata is symbolic, data is absent."""
-
-    def __init__(self, tracer: "Tracer", slot: int, name: str, meta: TensorMeta):
-        self._tracer = tracer
-        self._slot = slot
-        self._name = name
-        self._meta = meta
-
-    # -- metadata ---------------------------------------------------------------------
-    def _dim(self, dim: int) -> int:
-        dim = int(dim)
-        n = self._meta.dim()
-        if not -n <= dim < n:
-            raise self._tracer.error(f"dimension {dim} is out of range for '{self._name}' of rank {n}")
-        return dim % n
-
-    def size(self, dim: Optional[int] = None):
-        if dim is None:
-            return tuple(self.size(d) for d in range(self._meta.dim()))
-        d = self._dim(dim)
-        return SymbolicInt((Op.SIZE, self._slot, d), f"{self._name}.size({d})", self._meta.sizes[d], self._tracer)
-
-    def stride(self, dim: Optional[int] = None):
-        if dim is None:
-            return tuple(self.stride(d) for d in range(self._meta.dim()))
-        d = self._dim(dim)
-        return SymbolicInt((Op.STRIDE, self._slot, d), f"{self._name}.stride({d})", self._meta.strides[d], self._tracer)
-
-    @property
-    def shape(self):
-        return self.size()
-
-    def numel(self):
-        return SymbolicInt((Op.NUMEL, self._slot), f"{self._name}.numel()", self._meta.numel(), self._tracer)
-
-    def dim(self) -> int:
-        return self._meta.dim()  # constant: every plan guards the rank
-
-    ndim = property(dim)
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self._meta.dtype  # constant: every plan guards the dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self._tracer.device
-
-    @property
-    def is_cuda(self) -> bool:
-        return self._tracer.device.type == "cuda"
-
-    def element_size(self) -> int:
-        return self._meta.dtype.itemsize
-
-    def is_contiguous(self) -> bool:
-        expected = 1
-        for d in reversed(range(self._meta.dim())):
-            size = self.size(d)
-            if size != 1:
-                if self.stride(d) != expected:
-                    return False
-                expected = size * expected
-        return True
-
-    def new_empty(self, *size, dtype=None, device=None, **kwargs):
-        with torch._C.DisableTorchFunction():  # the tracer's own torch calls are not the body's
-            return self._tracer.factory(torch.Tensor.new_empty, (self, *size), dict(kwargs, dtype=dtype, device=device))
-
-    def new_zeros(self, *size, dtype=None, device=None, **kwargs):
-        with torch._C.DisableTorchFunction():
-            return self._tracer.factory(torch.Tensor.new_zeros, (self, *size), dict(kwargs, dtype=dtype, device=device))
-
-    # -- what a plan cannot hold -----------------------------------------------------------
-    def data_ptr(self):
-        raise self._tracer.error(
-            f"'{self._name}.data_ptr()' reads an address; pass the tensor itself to the kernel"
-        )
-
-    def __getattr__(self, attr: str):
-        raise self._tracer.error(
-            f"'{self._name}.{attr}' is not available in an op body: a launch plan holds sizes, strides, "
-            "dtypes, allocations (empty/zeros[_like], new_empty/new_zeros) and kernel launches"
-        )
-
-    def _no_tensor_ops(self, *_args, **_kwargs):
-        raise self._tracer.error(
-            f"arithmetic or data access on tensor '{self._name}' cannot be part of a launch plan: "
-            "do it inside a kernel, or outside the op"
-        )
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _no_tensor_ops
-    __getitem__ = __setitem__ = __bool__ = __float__ = __int__ = __index__ = __matmul__ = _no_tensor_ops
-    __iter__ = _no_tensor_ops
-
-    def __len__(self) -> int:
-        return int(self.size(0))
-
-    def __repr__(self) -> str:
-        return f"TensorProxy({self._name}: {self._meta.sizes}, {self._meta.dtype}, slot {self._slot})"
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        tracer = _current_tracer()
-        if tracer is None:
-            raise TraceError("a torch_tile TensorProxy escaped its op body")
-        return tracer.torch_function(func, args, kwargs or {})
-
-
-_local = threading.local()
-
-
-def _current_tracer() -> Optional["Tracer"]:
-    return getattr(_local, "tracer", None)
-
-
-@contextlib.contextmanager
-def _outside_trace():
-    """Real work in the middle of a trace (autotuning's timing runs): this
-    thread is not tracing for its duration."""
-    previous = _current_tracer()
-    _local.tracer = None
-    try:
-        yield
-    finally:
-        _local.tracer = previous
 
 
 class _FactoryMode(TorchFunctionMode):
@@ -337,9 +120,9 @@ class Tracer(GuardSink, LaunchMode):
         # Guards from int() conversions, with the body instruction that made them.
         self._parse_candidates: list[tuple[tuple[int, ...], SymbolicInt, tuple[int, int]]] = []
         self.tensor_guards: list[tuple[int, torch.dtype, int]] = []
-        self.allocs: list[dict] = []
-        self.launches: list[dict] = []
-        self._writes: list[tuple[Any, dict, dict]] = []  # (kernel, step, bound arguments) per launch
+        self.allocs: list[_plan.AllocStep] = []
+        self.launches: list[_plan.LaunchStep] = []
+        self._writes: list[tuple[Any, _plan.LaunchStep, dict]] = []  # (kernel, step, bound arguments) per launch
         self.device: Optional[torch.device] = None
         check_call_arguments(op, args)
         self.stand_ins = [self._stand_in(i, a) for i, a in enumerate(args)]
@@ -449,11 +232,16 @@ class Tracer(GuardSink, LaunchMode):
         self._drop_parse_guards(size)
         return self._alloc(size, dtype, zero)
 
+    def _check_dtype(self, dtype) -> None:
+        if dtype not in KERNEL_DTYPES:
+            raise self.error(f"allocation of dtype {dtype}: tile kernels take {sorted(map(str, KERNEL_DTYPES))}")
+
     def _new_output(self, meta: TensorMeta) -> TensorProxy:
         slot = self.num_args + len(self.allocs) - 1
         return TensorProxy(self, slot, f"out{len(self.allocs) - 1}", meta)
 
     def _alloc(self, size: list, dtype: torch.dtype, zero: bool) -> TensorProxy:
+        self._check_dtype(dtype)
         if len(size) > _C.MAX_SHAPE_RANK:
             raise self.error(f"allocation of rank {len(size)}; at most {_C.MAX_SHAPE_RANK} is supported")
         shape = []
@@ -467,14 +255,15 @@ class Tracer(GuardSink, LaunchMode):
             raise self.error(f"negative allocation size {values}")
         if 0 not in values and math.prod(values) * dtype.itemsize > _expr.INT64_MAX:
             raise self.error(f"allocation of shape {values} and dtype {dtype} would need more than 2^63 bytes")
-        self.allocs.append({"kind": ALLOC_EMPTY, "shape": shape, "like": -1, "dtype": dtype, "zero": zero})
+        self.allocs.append(_plan.AllocStep(_plan.AllocKind.EMPTY, [_plan.expr(s) for s in shape], -1, dtype, zero))
         return self._new_output(TensorMeta(values, contiguous_strides(values), dtype))
 
     def _alloc_like(self, src, dtype: torch.dtype, zero: bool) -> TensorProxy:
         if not isinstance(src, TensorProxy):
             raise self.error("empty_like/zeros_like need a tensor of the op")
+        self._check_dtype(dtype)
         self._parse_candidates.clear()
-        self.allocs.append({"kind": ALLOC_EMPTY_LIKE, "shape": [], "like": src._slot, "dtype": dtype, "zero": zero})
+        self.allocs.append(_plan.AllocStep(_plan.AllocKind.EMPTY_LIKE, [], src._slot, dtype, zero))
         m = src._meta
         # Same rule as the C++ allocator: keep a dense source's strides, else contiguous.
         dense = is_non_overlapping_and_dense(m.sizes, m.strides)
@@ -482,8 +271,6 @@ class Tracer(GuardSink, LaunchMode):
 
     # -- launches --------------------------------------------------------------------------------------
     def launch(self, kernel, grid, args, kwargs):
-        from ._triton_frontend import record_launch
-
         self._parse_candidates.clear()
         if isinstance(kernel, Autotuner):
             kernel, kwargs = self._autotuned(kernel, grid, args, kwargs)
@@ -494,13 +281,11 @@ class Tracer(GuardSink, LaunchMode):
 
     def _autotuned(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
         """The @triton.jit kernel under ``tuner`` and the launch kwargs with the
-        config chosen for this call's tuning key (see _autotune.py)."""
-        from . import _autotune
-
-        jit = _autotune.base_kernel(tuner, self.error)
+        config chosen for this call's tuning key (see frontends/triton/autotune.py)."""
+        jit = autotune.base_kernel(tuner, self.error)
         named = {**dict(zip(jit.arg_names, args)), **{k: v for k, v in kwargs.items() if k in jit.arg_names}}
         measure = self._measure(tuner, grid, args, kwargs) if self._can_measure() else None
-        config = _autotune.choose(tuner, named, kwargs, self.device, measure, self.error)
+        config = autotune.choose(tuner, named, kwargs, self.device, measure, self.error)
         if config.pre_hook is not None:
             # Runs once, here, on the stand-ins: what it sets (typically the
             # block shapes of tensor descriptors, as in Triton's TMA tutorials)
@@ -514,8 +299,6 @@ class Tracer(GuardSink, LaunchMode):
 
     def _can_measure(self) -> bool:
         """Timing needs the call's real CUDA tensors (not fake, meta or CPU ones)."""
-        from torch._subclasses.fake_tensor import is_fake
-
         if self.device.type != "cuda":
             return False
         with _pop_mode_temporarily():  # the tracing mode would take .device for a body's torch call
@@ -525,8 +308,6 @@ class Tracer(GuardSink, LaunchMode):
     def _measure(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
         """Times configs on the call's real inputs (cloned where written) and
         temporary outputs, outside the tracing modes."""
-        from . import _autotune
-
         def real(value, name: str):
             if isinstance(value, TensorProxy):
                 if value._slot < self.num_args:
@@ -539,33 +320,29 @@ class Tracer(GuardSink, LaunchMode):
             return concrete(value)
 
         def measure(configs):
-            with direct_launches(), _pop_mode_temporarily(), _outside_trace():
+            with direct_launches(), _pop_mode_temporarily(), outside_trace():
                 real_args = [real(a, n) for n, a in zip(tuner.fn.arg_names, args)]
                 real_kwargs = {k: real(v, k) for k, v in kwargs.items()}
                 inputs = {n for n, a in zip(tuner.fn.arg_names, map(_descriptors.tensor_of, args))
                           if isinstance(a, TensorProxy) and a._slot < self.num_args}
-                return _autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
+                return autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
 
         return measure
 
     # -- the whole trace ---------------------------------------------------------------------------------
     def run(self) -> dict:
-        previous = _current_tracer()
-        _local.tracer = self
-        try:
-            # A tensor subclass's __torch_function__ calls the op with subclass
-            # handling disabled, which would hide the stand-ins' own handler.
-            with torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), _SymbolicTritonHelpers():
-                result = self.op.fn(*self.stand_ins)
-        finally:
-            _local.tracer = previous
-        return self._plan(result)
+        # A tensor subclass's __torch_function__ calls the op with subclass
+        # handling disabled, which would hide the stand-ins' own handler.
+        with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
+                _SymbolicTritonHelpers():
+            result = self.op.fn(*self.stand_ins)
+        return self._finish(result)
 
     def _check_mutations(self) -> None:
         """The op's declared mutates_args must be exactly the inputs its kernels write."""
         written: dict[int, str] = {}  # input argument -> "kernel(parameter)" writing it
         for kernel, step, arguments in self._writes:
-            params = self.op.written_parameters(kernel, step["config"], arguments)
+            params = self.op.written_parameters(kernel, step.config, arguments)
             if params is None:
                 return  # not analysable: trust the declaration
             for name in params:
@@ -588,7 +365,7 @@ class Tracer(GuardSink, LaunchMode):
                 "launches writes it: remove it from mutates_args"
             )
 
-    def _plan(self, result) -> dict:
+    def _finish(self, result) -> _plan.LaunchPlan:
         results = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
         if len(results) != self.op.num_returns:
             raise TraceError(
@@ -608,13 +385,15 @@ class Tracer(GuardSink, LaunchMode):
                 raise TraceError(f"{self.op.qualname}: the body returns the same tensor twice")
             outputs.append(r._slot)
         self._check_mutations()
-        return {
-            "tensor_guards": self.tensor_guards,
-            "guards": [(list(code), text) for code, text in self.guards.items()],
-            # Guards made before the last allocation can change output shapes;
-            # later ones only choose launches (the fake implementation skips them).
-            "shape_guards": [list(code) for code in self.guards if self._allocs_before[code] < len(self.allocs)],
-            "allocs": self.allocs,
-            "launches": self.launches,
-            "outputs": outputs,
-        }
+        # Guards made before the last allocation can change output shapes (a
+        # prefix: guards are kept in the order they were made); later ones only
+        # choose launches, and the fake implementation skips them.
+        num_shape_guards = sum(1 for code in self.guards if self._allocs_before[code] < len(self.allocs))
+        return _plan.LaunchPlan(
+            tensor_guards=[_plan.TensorGuard(arg, dtype, ndim) for arg, dtype, ndim in self.tensor_guards],
+            guards=[_plan.Expr(list(code), text) for code, text in self.guards.items()],
+            num_shape_guards=num_shape_guards,
+            allocs=self.allocs,
+            launches=self.launches,
+            outputs=outputs,
+        )

@@ -47,10 +47,10 @@ def _error(got, ref) -> float:
     return (got.double() - ref.double()).abs().max().item()
 
 
-def _describe_plan(plan: dict) -> str:
-    guards = "; ".join(text for _, text in plan["guards"]) or "none"
-    launches = ", ".join(f"{launch['site'].rsplit('/', 1)[-1]}" for launch in plan["launches"])
-    return f"{len(plan['allocs'])} alloc(s), launch at {launches}; guards: {guards}"
+def _describe_plan(plan) -> str:
+    guards = "; ".join(g.text for g in plan.guards) or "none"
+    launches = ", ".join(f"{launch.site.rsplit('/', 1)[-1]}" for launch in plan.launches)
+    return f"{len(plan.allocs)} alloc(s), launch at {launches}; guards: {guards}"
 
 
 def _cpu_examples():
@@ -67,9 +67,9 @@ def cpu_demo() -> None:
     for name, op, args, ref, tol in _cpu_examples():
         plan = op.trace(*args)
         print(f"tile::{name}: {_describe_plan(plan)}")
-        for launch, words in zip(plan["launches"], tt._C.testing.specialization_keys(plan, args)):
+        for launch, words in zip(plan.launches, tt._C.testing.specialization_keys(plan, args)):
             start = time.perf_counter()
-            compiled, src = tt.compile_variant(launch["kernel"], words, 90)
+            compiled, src = tt.compile_variant(launch.kernel, words, 90)
             ms = (time.perf_counter() - start) * 1e3
             sig = ", ".join(f"{k}:{v}" for k, v in src.signature.items())
             aligned = [src.fn.arg_names[k[0]] for k, v in src.attrs.items() if ["tt.divisibility", 16] in v]

@@ -58,7 +58,6 @@ bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
       if (!PyBool_Check(obj)) return false;
       stack.emplace_back(obj == Py_True);
       return true;
-    case ArgKind::Other: return false;
   }
   return false;
 }

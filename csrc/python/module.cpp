@@ -2,6 +2,9 @@
 // exposes the runtime's counters; benchmarks and probes are in _C.testing.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <optional>
+#include <vector>
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/extension.h>
@@ -15,7 +18,10 @@
 #include "../torch/written_argument_check.h"
 #include "../runtime/kernel_registry.h"
 #include "../testing/testing_module.h"
+#include "../runtime/plan_serialization.h"
+#include "binary_from_python.h"
 #include "fast_caller.h"
+#include "plan_bindings.h"
 #include "python_hooks.h"
 
 namespace py = pybind11;
@@ -31,12 +37,12 @@ void register_kernel(int64_t id, const std::string& name, const std::string& fro
   }
 }
 
-void register_op(const std::string& qualname, const std::vector<int>& arg_kinds, int num_returns,
-                 py::object trace_fn, const std::string& dispatch_key) {
+void register_op(const std::string& qualname, const std::string& schema, const std::vector<int>& arg_kinds,
+                 int num_returns, py::object trace_fn, const std::string& dispatch_key) {
   std::vector<ArgKind> kinds;
   for (int k : arg_kinds) kinds.push_back(ArgKind(k));
   try {
-    auto op = std::make_shared<NativeOp>(qualname, std::move(kinds), num_returns,
+    auto op = std::make_shared<NativeOp>(qualname, schema, std::move(kinds), num_returns,
                                        std::make_shared<PythonPlanTracer>(std::move(trace_fn)));
     register_native_op(std::move(op), dispatch_key);
   } catch (const Error& e) {
@@ -70,7 +76,11 @@ void check_written_python_arguments(const std::string& qualname, const py::tuple
   for (size_t i = 0; i < args.size() && i < values.size(); ++i) {
     if (THPVariable_Check(args[i].ptr())) values[i] = THPVariable_Unpack(args[i].ptr());
   }
-  check_written_arguments(qualname, op->arg_names(), op->written_args(), values.data());
+  try {
+    check_written_arguments(qualname, op->arg_names(), op->written_args(), values.data());
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
 }
 
 py::list kernel_dtypes() {
@@ -80,6 +90,54 @@ py::list kernel_dtypes() {
   }
   return dtypes;
 }
+
+std::shared_ptr<NativeOp> op_named(const std::string& qualname) {
+  std::shared_ptr<NativeOp> op = find_native_op(qualname);
+  if (!op) throw py::value_error("no tile op named " + qualname);
+  return op;
+}
+
+// `plans`: the op's own (None) or given ones (e.g. traced with TileOp.trace, on any machine).
+py::bytes export_plans(const std::string& qualname, std::optional<std::vector<LaunchPlan>> plans) {
+  const std::shared_ptr<NativeOp> op = op_named(qualname);
+  try {
+    OpPlans out = op->export_plans();
+    if (plans) out.plans = std::move(*plans);
+    return py::bytes(serialize_plans(out));
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
+OpPlans read_plans(const std::string& bytes) {
+  return deserialize_plans(bytes, [](const KernelRef& ref) { return find_kernel_cache(ref.id); });
+}
+
+py::dict plans_from_bytes(const py::bytes& data) {
+  try {
+    const OpPlans op = read_plans(std::string(data));
+    py::dict d;
+    d["qualname"] = op.qualname;
+    d["schema"] = op.schema;
+    d["arg_kinds"] = op.arg_kinds;
+    d["num_returns"] = op.num_returns;
+    d["plans"] = op.plans;
+    return d;
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
+int install_plans(const std::string& qualname, const py::bytes& data) {
+  const std::shared_ptr<NativeOp> op = op_named(qualname);
+  try {
+    return op->install_plans(read_plans(std::string(data)));
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
+std::vector<LaunchPlan> plans_of(const std::string& qualname) { return op_named(qualname)->export_plans().plans; }
 
 py::dict counter_values() {
   const Counters& c = counters();
@@ -104,7 +162,8 @@ PYBIND11_MODULE(_C, m) {
         "Registers a frontend whose kernels compile with `compile_fn(kernel_id, key_words, capability) -> dict`.");
   m.def("register_kernel", &register_kernel, py::arg("kernel_id"), py::arg("name"), py::arg("frontend"),
         "Creates the native variant cache of a kernel of a registered frontend.");
-  m.def("register_op", &register_op, py::arg("qualname"), py::arg("arg_kinds"), py::arg("num_returns"),
+  m.def("register_op", &register_op, py::arg("qualname"), py::arg("schema"), py::arg("arg_kinds"),
+        py::arg("num_returns"),
         py::arg("trace_fn"), py::arg("dispatch_key") = "CUDA",
         "Registers the native implementation of a defined op for a dispatch key.");
   m.def("register_autograd", &register_autograd, py::arg("qualname"), py::arg("mutated_args"), py::arg("apply_fn"),
@@ -116,6 +175,17 @@ PYBIND11_MODULE(_C, m) {
         auto op = find_native_op(qualname);
         return op ? op->plans().size() : -1;
       }, "Number of launch plans an op has traced.");
+  m.def("plans_of", &plans_of, py::arg("qualname"), "Copies of an op's launch plans, in the order they were added.");
+  m.def("export_plans", &export_plans, py::arg("qualname"), py::arg("plans") = py::none(),
+        "An op's signature and plans (its own, or `plans`) as versioned, checksummed bytes "
+        "(docs/ARCHITECTURE.md, \"Serialized plans\").");
+  m.def("clear_plans", [](const std::string& qualname) { op_named(qualname)->plans().clear(); }, py::arg("qualname"),
+        "Forgets an op's plans: the next call of each case traces again.");
+  m.def("plans_from_bytes", &plans_from_bytes, py::arg("data"),
+        "Reads serialized plans (ValueError if corrupt, truncated or of another version): a dict with qualname, "
+        "schema, arg_kinds, num_returns and plans.");
+  m.def("install_plans", &install_plans, py::arg("qualname"), py::arg("data"),
+        "Adds serialized plans to the op they were exported from (same name and schema); returns how many.");
   m.def("variant_count", [](int64_t kernel_id) {
         auto k = find_kernel_cache(kernel_id);
         return k ? int64_t(k->size()) : int64_t(-1);
@@ -124,7 +194,10 @@ PYBIND11_MODULE(_C, m) {
         "Raises ValueError if a tensor the op writes overlaps itself or partially overlaps another argument.");
   m.def("kernel_dtypes", &kernel_dtypes, "The torch dtypes a tile kernel can take.");
   m.attr("MAX_SHAPE_RANK") = kMaxShapeRank;
+  m.def("param_type_bytes", &param_type_bytes_by_name,
+        "Bytes of each kernel parameter type a compile result may name (\"*\": any pointer).");
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
+  bind_plan_format(m);
   bind_fast_caller(m);
   bind_testing(m);
 }

@@ -4,7 +4,7 @@
 
 #include "../runtime/counters.h"
 #include "../runtime/error.h"
-#include "plan_from_python.h"
+#include "binary_from_python.h"
 
 namespace py = pybind11;
 
@@ -33,8 +33,12 @@ std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(NativeOp& op, const torch::j
   const size_t n = op.arg_kinds().size();
   py::tuple args(n);
   for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[first + i]);
-  const py::dict plan = trace_fn_(args);
-  return plan_from_python(plan);
+  const py::object plan = trace_fn_(args);
+  if (!py::isinstance<LaunchPlan>(plan)) {
+    fail(ErrorKind::Runtime, op.qualname() + ": the tracer returned " + std::string(py::str(py::type::of(plan))) +
+                                 ", not a LaunchPlan");
+  }
+  return std::make_unique<LaunchPlan>(plan.cast<const LaunchPlan&>());
 }
 
 KernelBinary PythonCompiler::compile(const KernelCache& kernel, const SpecializationKey& key, int capability) {

@@ -20,6 +20,17 @@ namespace torch_tile {
 // CUtensorMap by value).
 enum class ParamType : int32_t { Pointer = 0, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, TensorMap };
 
+// Bytes the kernel takes for one parameter of that type (a CUtensorMap: 128).
+inline int param_type_bytes(ParamType t) {
+  switch (t) {
+    case ParamType::I8: case ParamType::U8: return 1;
+    case ParamType::I16: case ParamType::U16: return 2;
+    case ParamType::I32: case ParamType::U32: case ParamType::F32: return 4;
+    case ParamType::TensorMap: return 128;
+    default: return 8;  // pointers, 64-bit ints and floats
+  }
+}
+
 // What a frontend (Triton) hands back from a compile.
 struct KernelBinary {
   std::string name;   // entry point in the cubin

@@ -1,5 +1,9 @@
 // A launch plan: what one traced op body does, as plain data. Guards select
-// the plan for a call; allocations and launches then run in order.
+// the plan for a call; allocations and launches then run in order. This file
+// is the plan format's definition: the Python side takes every kind and code
+// from here through _C (csrc/python/plan_bindings.cpp), and
+// plan_serialization.h writes it as bytes. docs/ARCHITECTURE.md, "The launch
+// plan", describes it field by field.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,9 @@
 namespace torch_tile {
 
 class KernelCache;
+
+// What kind of value each schema argument of an op carries.
+enum class ArgKind : int32_t { Tensor = 0, Int = 1, Float = 2, Bool = 3 };
 
 // Dtype and rank every call must have for a tensor argument.
 struct TensorGuard {
@@ -65,16 +72,27 @@ struct Binding {
 // One kernel launch of the plan.
 struct LaunchStep {
   std::shared_ptr<KernelCache> kernel;
-  int64_t config_id = 0;  // interned static part: constants, options
+  int64_t config_id = 0;  // the launch site's static part (constants, options): the key's first word
   Expr grid[3];
   std::vector<Binding> bindings;  // one per kernel parameter, in order
   std::string site;               // "file:line" of the launch in the op body
+  // Runtime state, not plan data: a copy of the step starts with an empty cache.
   std::unique_ptr<InlineCache> inline_cache = std::make_unique<InlineCache>();
+
+  LaunchStep() = default;
+  LaunchStep(const LaunchStep& other);
+  LaunchStep& operator=(const LaunchStep& other);
+  LaunchStep(LaunchStep&&) noexcept = default;
+  LaunchStep& operator=(LaunchStep&&) noexcept = default;
 };
 
 struct LaunchPlan {
   std::vector<TensorGuard> tensor_guards;
   std::vector<Expr> guards;  // each must evaluate to non-zero
+  // The first num_shape_guards guards were made before the body's last
+  // allocation, so they can change the outputs' shapes (the fake
+  // implementation installs only those as torch.compile guards).
+  int32_t num_shape_guards = 0;
   std::vector<AllocStep> allocs;
   std::vector<LaunchStep> launches;
   std::vector<int32_t> outputs;  // slots returned, in order

@@ -12,54 +12,6 @@
 
 namespace torch_tile {
 
-void LaunchPlan::validate(const std::string& op, int num_args) const {
-  const int num_slots = num_args + int(allocs.size());
-  if (num_args > kMaxOpArgs || num_slots > kMaxSlots) {
-    fail(ErrorKind::NotImplemented, op + ": " + std::to_string(num_args) + " arguments and " +
-                                        std::to_string(allocs.size()) + " allocations; torch_tile takes at most " +
-                                        std::to_string(kMaxOpArgs) + " arguments and " + std::to_string(kMaxSlots) +
-                                        " tensors in all");
-  }
-  auto check_slot = [&](int slot) {
-    if (slot < 0 || slot >= num_slots) fail(ErrorKind::Runtime, op + ": launch plan references a bad slot");
-  };
-  for (const TensorGuard& g : tensor_guards) check_slot(g.arg);
-  for (const Expr& g : guards) g.validate();
-  for (size_t i = 0; i < allocs.size(); ++i) {
-    const AllocStep& a = allocs[i];
-    if (a.kind == AllocStep::Kind::EmptyLike) check_slot(a.like_slot);
-    if (a.shape.size() > size_t(kMaxShapeRank)) {
-      fail(ErrorKind::NotImplemented, op + ": allocation " + std::to_string(i) + " has rank " +
-                                          std::to_string(a.shape.size()) + "; at most " +
-                                          std::to_string(kMaxShapeRank) + " is supported");
-    }
-    for (const Expr& e : a.shape) e.validate();
-  }
-  for (const LaunchStep& l : launches) {
-    if (!l.kernel) fail(ErrorKind::Runtime, op + ": launch plan step without a kernel");
-    if (l.bindings.size() > size_t(kMaxKernelParams)) {
-      fail(ErrorKind::NotImplemented, op + ": kernel " + l.kernel->name() + " has more than " +
-                                          std::to_string(kMaxKernelParams) + " parameters");
-    }
-    for (const Expr& g : l.grid) g.validate();
-    for (const Binding& b : l.bindings) {
-      if (b.kind == BindingKind::Tensor || b.kind == BindingKind::TensorDesc) check_slot(b.slot);
-      if (b.kind == BindingKind::TensorDesc) {
-        const size_t rank = b.desc.shape.size();
-        if (rank == 0 || rank > size_t(kMaxTensorMapRank) || b.desc.strides.size() != rank) {
-          fail(ErrorKind::Runtime, op + ": launch plan has a tensor descriptor of bad rank");
-        }
-        for (const Expr& e : b.desc.shape) e.validate();
-        for (const Expr& e : b.desc.strides) e.validate();
-      }
-      if (b.kind == BindingKind::Int || b.kind == BindingKind::Bool || b.kind == BindingKind::Constexpr) {
-        b.expr.validate();
-      }
-    }
-  }
-  for (int32_t s : outputs) check_slot(s);
-}
-
 void PreparedLaunch::bind() {
   for (size_t j = 0; j < num_params; ++j) {
     params[j] = map_of_param[j] >= 0 ? static_cast<void*>(&tensor_maps[map_of_param[j]]) : &storage[j];

@@ -44,4 +44,9 @@ const LaunchPlan* PlanSet::add(std::unique_ptr<LaunchPlan> plan) {
   return raw;
 }
 
+void PlanSet::clear() {
+  std::lock_guard<std::mutex> lock(add_mutex_);
+  count_.store(0, std::memory_order_release);
+}
+
 }  // namespace torch_tile

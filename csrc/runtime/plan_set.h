@@ -21,6 +21,11 @@ class PlanSet {
   // Publishes a plan; throws when the op has too many.
   const LaunchPlan* add(std::unique_ptr<LaunchPlan> plan);
   int size() const { return count_.load(std::memory_order_acquire); }
+  // Plan `i` (0 <= i < size()), in the order they were added.
+  const LaunchPlan& at(int i) const { return *plans_[size_t(i)].load(std::memory_order_acquire); }
+  // Forgets every plan (the next call of each case traces again, or plans are
+  // installed anew). Plans stay allocated: a concurrent select may still read one.
+  void clear();
   // Serialises retracing, so that concurrent first calls trace once.
   std::mutex& trace_mutex() { return trace_mutex_; }
 

@@ -10,7 +10,6 @@
 #include "../torch/error_translation.h"
 #include "../torch/output_allocation.h"
 #include "../torch/torch_launch_host.h"
-#include "../python/plan_from_python.h"
 
 namespace py = pybind11;
 
@@ -20,9 +19,9 @@ namespace {
 TensorArg cpu_view(const at::Tensor& t) { return view_of(t, dl_dtype_of(t)); }
 
 // For each launch step: the key words, or None where the grid is empty.
-py::list specialization_keys(const py::dict& plan_dict, const py::tuple& args) {
+py::list specialization_keys(const LaunchPlan& plan_in, const py::tuple& args) {
   try {
-    const std::unique_ptr<LaunchPlan> plan = plan_from_python(plan_dict);
+    const LaunchPlan* plan = &plan_in;
     plan->validate("key probe", int(args.size()));
     CallArgs call;
     std::vector<at::Tensor> tensors(args.size() + plan->allocs.size());  // by slot

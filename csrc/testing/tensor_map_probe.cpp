@@ -5,7 +5,7 @@
 #include "../runtime/error.h"
 #include "../runtime/tensor_map.h"
 #include "../torch/error_translation.h"
-#include "../python/plan_from_python.h"
+#include "../python/binary_from_python.h"
 
 namespace py = pybind11;
 

@@ -88,7 +88,6 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
         if (!v.isDouble()) bad_argument(op, ErrorKind::Type, i, "a float", kind_of(v));
         args.floats[i] = v.toDouble();
         break;
-      case ArgKind::Other: break;
     }
   }
   if (first_tensor < 0) {
@@ -96,20 +95,20 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
   }
 }
 
-NativeOp::NativeOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
+NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind> arg_kinds, int num_returns,
                    std::shared_ptr<PlanTracer> tracer)
-    : qualname_(std::move(qualname)), arg_kinds_(std::move(arg_kinds)), num_returns_(num_returns),
-      tracer_(std::move(tracer)) {
+    : qualname_(std::move(qualname)), arg_kinds_(std::move(arg_kinds)), schema_(std::move(schema)),
+      num_returns_(num_returns), tracer_(std::move(tracer)) {
   if (arg_kinds_.size() > size_t(kMaxOpArgs)) {
     fail(ErrorKind::NotImplemented, qualname_ + ": more than " + std::to_string(kMaxOpArgs) + " arguments");
   }
-  const c10::FunctionSchema& schema =
+  const c10::FunctionSchema& defined =
       c10::Dispatcher::singleton().findSchemaOrThrow(qualname_.c_str(), "").schema();
-  if (schema.arguments().size() != arg_kinds_.size()) {
+  if (defined.arguments().size() != arg_kinds_.size()) {
     fail(ErrorKind::Runtime, qualname_ + ": the argument kinds do not match the schema's arguments");
   }
-  for (size_t i = 0; i < schema.arguments().size(); ++i) {
-    const c10::Argument& a = schema.arguments()[i];
+  for (size_t i = 0; i < defined.arguments().size(); ++i) {
+    const c10::Argument& a = defined.arguments()[i];
     arg_names_.push_back(a.name());
     if (a.alias_info() != nullptr && a.alias_info()->isWrite()) written_args_.push_back(int(i));
   }
@@ -123,6 +122,10 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, stack, first);
   counters().traces.fetch_add(1, std::memory_order_relaxed);
   plan->validate(qualname_, int(arg_kinds_.size()));
+  if (int(plan->outputs.size()) != num_returns_) {
+    fail(ErrorKind::Runtime, qualname_ + ": the traced plan returns " + std::to_string(plan->outputs.size()) +
+                                 " tensors; the schema declares " + std::to_string(num_returns_));
+  }
   if (!plan_matches(*plan, args)) {
     fail(ErrorKind::Runtime, qualname_ + ": the traced plan's guards do not hold for the call that traced it");
   }
@@ -154,6 +157,32 @@ void NativeOp::call(torch::jit::Stack& stack) {
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
+}
+
+OpPlans NativeOp::export_plans() const {
+  OpPlans out;
+  out.qualname = qualname_;
+  out.schema = schema_;
+  out.arg_kinds = arg_kinds_;
+  out.num_returns = num_returns_;
+  for (int i = 0; i < plans_.size(); ++i) out.plans.push_back(plans_.at(i));
+  return out;
+}
+
+int NativeOp::install_plans(const OpPlans& in) {
+  auto refuse = [&](const std::string& what, const std::string& theirs, const std::string& ours) {
+    fail(ErrorKind::Value, qualname_ + ": cannot install plans of " + what + " " + theirs + " (this op: " + ours + ")");
+  };
+  if (in.qualname != qualname_) refuse("op", in.qualname, qualname_);
+  if (in.schema != schema_) refuse("schema", in.schema, schema_);
+  if (in.arg_kinds != arg_kinds_ || in.num_returns != num_returns_) refuse("signature", in.schema, schema_);
+  for (const LaunchPlan& p : in.plans) {
+    p.validate(qualname_, int(arg_kinds_.size()));
+    if (int(p.outputs.size()) != num_returns_) refuse("a plan returning", std::to_string(p.outputs.size()), schema_);
+  }
+  std::lock_guard<std::mutex> lock(plans_.trace_mutex());
+  for (const LaunchPlan& p : in.plans) plans_.add(std::make_unique<LaunchPlan>(p));
+  return int(in.plans.size());
 }
 
 void register_native_op(std::shared_ptr<NativeOp> op, const std::string& dispatch_key) {

@@ -11,6 +11,7 @@
 #include "../runtime/kernel_cache.h"
 #include "../runtime/launch_plan.h"
 #include "../runtime/plan_executor.h"
+#include "../runtime/plan_serialization.h"
 #include "../runtime/plan_set.h"
 
 namespace torch_tile {
@@ -26,13 +27,11 @@ class PlanTracer {
                                             size_t first_arg) = 0;
 };
 
-// What kind of value each schema argument carries.
-enum class ArgKind : int32_t { Tensor = 0, Int = 1, Float = 2, Bool = 3, Other = 4 };
-
 class NativeOp {
  public:
-  // The op's schema must already be defined (its names and alias annotations are read).
-  NativeOp(std::string qualname, std::vector<ArgKind> arg_kinds, int num_returns,
+  // The op's schema must already be defined (its names and alias annotations
+  // are read); `schema` is its text, "(Tensor x, ...) -> Tensor".
+  NativeOp(std::string qualname, std::string schema, std::vector<ArgKind> arg_kinds, int num_returns,
            std::shared_ptr<PlanTracer> tracer);
 
   const std::string& qualname() const { return qualname_; }
@@ -41,7 +40,14 @@ class NativeOp {
   const std::vector<std::string>& arg_names() const { return arg_names_; }
   const std::vector<int>& written_args() const { return written_args_; }
   int num_returns() const { return num_returns_; }
+  const std::string& schema() const { return schema_; }
   PlanSet& plans() { return plans_; }
+
+  // The op's signature and a copy of every plan traced so far (to serialize).
+  OpPlans export_plans() const;
+  // Adds plans read back from bytes; refuses plans of another op or signature.
+  // Returns how many were added.
+  int install_plans(const OpPlans& plans);
 
   // The boxed CUDA implementation: reads arguments from the stack, selects or
   // traces a plan, runs it on the current stream, pushes the outputs.
@@ -54,6 +60,7 @@ class NativeOp {
 
   const std::string qualname_;
   const std::vector<ArgKind> arg_kinds_;
+  const std::string schema_;  // "(Tensor x, ...) -> Tensor"
   std::vector<std::string> arg_names_;
   std::vector<int> written_args_;
   const int num_returns_;

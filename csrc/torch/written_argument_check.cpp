@@ -1,8 +1,9 @@
 #include "written_argument_check.h"
 
-#include <c10/util/Exception.h>
-
 #include <algorithm>
+#include <string>
+
+#include "../runtime/error.h"
 
 namespace torch_tile {
 namespace {
@@ -26,6 +27,14 @@ bool has_internal_overlap(const at::Tensor& t) {
   return false;  // too hard to tell, as ATen
 }
 
+// "(2, 0)": no iostreams (their number formatting crashes inside torch 2.11's
+// process, a libstdc++ mismatch; see csrc/runtime/tensor_map.cpp).
+std::string strides_text(const at::Tensor& t) {
+  std::string s = "(";
+  for (size_t d = 0; d < t.strides().size(); ++d) s += (d ? ", " : "") + std::to_string(t.strides()[d]);
+  return s + (t.dim() == 1 ? ",)" : ")");
+}
+
 Overlap overlap_of(const at::Tensor& a, const at::Tensor& b) {
   if (!checkable(a) || !checkable(b) || a.numel() == 0 || b.numel() == 0) return Overlap::None;
   if (a.storage().unsafeGetStorageImpl() != b.storage().unsafeGetStorageImpl()) return Overlap::None;
@@ -46,10 +55,10 @@ void check_written_arguments(const std::string& op, const std::vector<std::strin
     if (!args[w].isTensor()) continue;
     const at::Tensor& out = args[w].toTensor();
     if (has_internal_overlap(out)) {
-      TORCH_CHECK_VALUE(false, op, ": argument '", arg_names[size_t(w)],
-                        "' is written, but several of its elements share one memory location (an expanded "
-                        "or otherwise self-overlapping view, strides ", out.strides(),
-                        "); pass a tensor that owns its elements, e.g. .clone()");
+      fail(ErrorKind::Value, op + ": argument '" + arg_names[size_t(w)] +
+                                 "' is written, but several of its elements share one memory location (an "
+                                 "expanded or otherwise self-overlapping view, strides " + strides_text(out) +
+                                 "); pass a tensor that owns its elements, e.g. .clone()");
     }
     for (size_t j = 0; j < arg_names.size(); ++j) {
       if (int(j) == w || !args[j].isTensor()) continue;
@@ -59,11 +68,12 @@ void check_written_arguments(const std::string& op, const std::vector<std::strin
       // arguments on the same memory, or partial overlap, are not.
       const bool both_written = std::find(written.begin(), written.end(), int(j)) != written.end();
       if (overlap == Overlap::Partial || (overlap == Overlap::Full && both_written)) {
-        TORCH_CHECK_VALUE(false, op, ": argument '", arg_names[size_t(w)], "' is written and ",
-                          overlap == Overlap::Partial ? "partially overlaps" : "is the same memory as",
-                          " argument '", arg_names[j],
-                          "' (some elements of one are elements of the other); the result would depend on the "
-                          "order the kernel's programs run in. Pass non-overlapping tensors, e.g. .clone() one");
+        fail(ErrorKind::Value, op + ": argument '" + arg_names[size_t(w)] + "' is written and " +
+                                   (overlap == Overlap::Partial ? "partially overlaps" : "is the same memory as") +
+                                   " argument '" + arg_names[j] +
+                                   "' (some elements of one are elements of the other); the result would depend "
+                                   "on the order the kernel's programs run in. Pass non-overlapping tensors, e.g. "
+                                   ".clone() one");
       }
     }
   }

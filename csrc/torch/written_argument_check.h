@@ -13,7 +13,7 @@
 namespace torch_tile {
 
 // `args[i]` is the op's i-th argument (non-tensors are skipped); `written`
-// lists the indices of the arguments the op writes. Throws c10::Error
+// lists the indices of the arguments the op writes. Throws a Value Error
 // (ValueError in Python) naming the op and the arguments.
 void check_written_arguments(const std::string& op, const std::vector<std::string>& arg_names,
                              const std::vector<int>& written, const c10::IValue* args);

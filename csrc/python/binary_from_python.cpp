@@ -1,0 +1,105 @@
+#include "binary_from_python.h"
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+
+#include "../runtime/error.h"
+
+namespace py = pybind11;
+
+namespace torch_tile {
+namespace {
+
+// Triton's signature types the runtime can pass (a "*dtype" is a pointer).
+constexpr std::pair<const char*, ParamType> kParamTypes[] = {
+    {"i1", ParamType::I8},   {"i8", ParamType::I8},   {"i16", ParamType::I16}, {"i32", ParamType::I32},
+    {"i64", ParamType::I64}, {"u1", ParamType::U8},   {"u8", ParamType::U8},   {"u16", ParamType::U16},
+    {"u32", ParamType::U32}, {"u64", ParamType::U64}, {"fp32", ParamType::F32}, {"f32", ParamType::F32},
+    {"fp64", ParamType::F64}, {"nvTmaDesc", ParamType::TensorMap}};
+
+ParamType param_type_from_string(const std::string& t) {
+  if (!t.empty() && t[0] == '*') return ParamType::Pointer;
+  for (const auto& [name, type] : kParamTypes) {
+    if (t == name) return type;
+  }
+  fail(ErrorKind::NotImplemented, "torch_tile cannot pass a kernel parameter of type " + t +
+                                      " (supported: pointers, integers, fp32, fp64, tensor descriptors)");
+}
+
+}  // namespace
+
+py::dict param_type_bytes_by_name() {
+  py::dict d;
+  for (const auto& [name, type] : kParamTypes) d[name] = param_type_bytes(type);
+  d["*"] = param_type_bytes(ParamType::Pointer);
+  return d;
+}
+
+TensorMapMeta tensor_map_from_python(const py::handle& obj) {
+  const py::dict m = py::reinterpret_borrow<py::dict>(obj);
+  TensorMapMeta meta;
+  const auto box = m["block_size"].cast<std::vector<int64_t>>();
+  if (box.empty() || box.size() > size_t(kMaxTensorMapRank)) {
+    fail(ErrorKind::NotImplemented, "tensor descriptor of rank " + std::to_string(box.size()) + " (TMA: 1 to 5)");
+  }
+  meta.rank = int32_t(box.size());
+  for (size_t i = 0; i < box.size(); ++i) meta.box[i] = uint32_t(box[i]);
+  meta.elem_type = m["elem_type"].cast<int32_t>();
+  meta.elem_size = m["elem_size"].cast<int32_t>();
+  meta.swizzle = m["swizzle"].cast<int32_t>();
+  return meta;
+}
+
+KernelBinary binary_from_python(const py::dict& r) {
+  KernelBinary b;
+  b.name = r["name"].cast<std::string>();
+  b.cubin = r["cubin"].cast<std::string>();
+  b.num_warps = r["num_warps"].cast<int32_t>();
+  b.num_ctas = r["num_ctas"].cast<int32_t>();
+  b.shared_mem = r["shared"].cast<int32_t>();
+  b.launch_pdl = r["launch_pdl"].cast<bool>();
+  b.launch_cooperative_grid = r["launch_cooperative_grid"].cast<bool>();
+  b.global_scratch_size = r["global_scratch_size"].cast<int64_t>();
+  b.global_scratch_align = r["global_scratch_align"].cast<int64_t>();
+  b.profile_scratch_size = r["profile_scratch_size"].cast<int64_t>();
+  b.profile_scratch_align = r["profile_scratch_align"].cast<int64_t>();
+  b.runtime_params = r["runtime_params"].cast<std::vector<int32_t>>();
+  for (const std::string& t : r["runtime_param_types"].cast<std::vector<std::string>>()) {
+    b.runtime_param_types.push_back(param_type_from_string(t));
+  }
+  b.runtime_param_parts = r["runtime_param_parts"].cast<std::vector<int8_t>>();
+  for (const py::handle& m : r["tensor_maps"]) b.tensor_maps.push_back(tensor_map_from_python(m));
+  const size_t n = b.runtime_params.size();
+  if (b.runtime_param_types.size() != n || b.runtime_param_parts.size() != n) {
+    fail(ErrorKind::Runtime, "compile result: runtime_params, runtime_param_types and runtime_param_parts differ "
+                             "in length");
+  }
+  if (n > size_t(kMaxRuntimeParams) || b.tensor_maps.size() > size_t(kMaxTensorMaps)) {
+    fail(ErrorKind::NotImplemented, "kernel " + b.name + " takes " + std::to_string(n) + " values and " +
+                                        std::to_string(b.tensor_maps.size()) + " tensor descriptors; torch_tile " +
+                                        "supports at most " + std::to_string(kMaxRuntimeParams) + " and " +
+                                        std::to_string(kMaxTensorMaps));
+  }
+  // The launch path reads a descriptor's shape and strides from its map's
+  // values: each component must follow the map of its own binding.
+  size_t maps = 0;
+  int32_t map_binding = -1, map_rank = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (b.runtime_param_types[j] == ParamType::TensorMap) {
+      if (maps == b.tensor_maps.size()) break;
+      map_binding = b.runtime_params[j];
+      map_rank = b.tensor_maps[maps++].rank;
+    } else if (b.runtime_param_parts[j] >= 0 &&
+               (b.runtime_params[j] != map_binding || b.runtime_param_parts[j] >= 2 * map_rank)) {
+      fail(ErrorKind::Runtime, "compile result: a descriptor's shape and strides must follow its map");
+    }
+  }
+  if (size_t(std::count(b.runtime_param_types.begin(), b.runtime_param_types.end(), ParamType::TensorMap)) !=
+      b.tensor_maps.size()) {
+    fail(ErrorKind::Runtime, "compile result: one tensor_maps entry per nvTmaDesc parameter expected");
+  }
+  return b;
+}
+
+}  // namespace torch_tile

@@ -1,0 +1,12 @@
+// The plan format in Python: its kinds and codes (py::enum_ over the C++
+// enums) and its structures (LaunchPlan, LaunchStep, Binding, ...), which the
+// tracer builds directly, so no table or field layout is written twice.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace torch_tile {
+
+void bind_plan_format(pybind11::module_& m);
+
+}  // namespace torch_tile

@@ -1,0 +1,88 @@
+"""The package's structure (issue 11): imports between torch_tile's modules form
+no cycle, and none is written inside a function (where it would hide one).
+Imports under ``if TYPE_CHECKING:`` (annotations only) never run and are not
+counted."""
+
+import ast
+import pathlib
+
+import torch_tile
+
+ROOT = pathlib.Path(torch_tile.__file__).parent
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    """The torch_tile modules an ``import`` statement names."""
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        parts = module.split(".")
+        parts = parts if is_package else parts[:-1]
+        parts = parts[: len(parts) - (node.level - 1)]
+        base = ".".join(parts + ([node.module] if node.module else []))
+    if not base.startswith("torch_tile"):
+        return []
+    # `from . import _C, _plan`: the names may be modules themselves.
+    return [base] + [f"{base}.{alias.name}" for alias in node.names]
+
+
+def _imports():
+    """module -> (torch_tile modules imported at module level, ones imported inside functions)."""
+    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        top, nested = set(), set()
+        # Imports for type annotations only never run: not part of the graph.
+        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and ast.unparse(block.test) == "TYPE_CHECKING" for n in ast.walk(block)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                targets = _resolve(name, path.name == "__init__.py", node)
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("torch_tile")]
+            else:
+                continue
+            targets = {t for t in targets if t in modules and t != name}
+            (top if node.col_offset == 0 else nested).update(targets)
+        graph[name] = (top, nested)
+    return graph
+
+
+def test_no_intra_package_import_inside_a_function():
+    hidden = {m: sorted(nested) for m, (_, nested) in _imports().items() if nested}
+    assert hidden == {}
+
+
+def test_module_imports_form_no_cycle():
+    graph = {m: top for m, (top, _) in _imports().items()}
+    # A package's __init__ importing its own submodules is not a cycle between modules.
+    edges = {m: {t for t in targets if not t.startswith(m + ".")} for m, targets in graph.items()}
+    state, cycle = {}, []
+
+    def visit(node, stack):
+        state[node] = "active"
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == "active":
+                cycle.append(stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = "done"
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycle == []
+
+
+def test_the_graph_is_read():
+    graph = _imports()
+    assert "torch_tile._plan" in graph["torch_tile._expr"][0]
+    assert "torch_tile.frontends.triton.record" in graph["torch_tile._tracer"][0]

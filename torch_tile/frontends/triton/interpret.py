@@ -1,0 +1,87 @@
+"""The CPU debug path: launches in an op body run with Triton's interpreter."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+import triton
+import triton.compiler.code_generator  # noqa: F401  (snapshots tl's builtins: import before they are patched)
+import triton.language as tl
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.interpreter import InterpretedFunction, _patch_lang
+from triton.runtime.jit import JITFunction
+
+from ... import _descriptors
+from ..._codegen_lock import interpretation
+from ..._launch_mode import LaunchMode
+from .autotune import base_kernel, choose
+
+
+# Dtypes Triton's interpreter computes wrongly (numpy has no bfloat16 or fp8:
+# their bits are read as other types), refused on the CPU path.
+_NOT_INTERPRETABLE = frozenset({torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
+                                torch.float8_e5m2fnuz})
+
+
+class InterpretLaunches(LaunchMode):
+    """Runs launches with Triton's interpreter (CPU tensors; slow, for debugging).
+
+    Triton's interpreter expects every ``@triton.jit`` function, including
+    ``triton.language``'s own (``tl.max``...), to have been created with
+    TRITON_INTERPRET=1. For the duration of one interpreted launch, device-side
+    calls of ordinary JIT functions are therefore routed through an
+    ``InterpretedFunction`` and the interpret knob is on. Those patches are
+    process-wide, so an interpreted launch holds the code-generation lock
+    exclusively (``_codegen_lock``): no compile runs meanwhile, and interpreted
+    launches are serialized.
+    """
+
+    _interpreted: dict[int, tuple[Any, Any]] = {}  # id(python fn) -> (fn, InterpretedFunction)
+
+    @classmethod
+    def _interpreted_fn(cls, fn, **kwargs):
+        entry = cls._interpreted.get(id(fn))
+        if entry is None:
+            entry = (fn, InterpretedFunction(fn, **kwargs))
+            cls._interpreted[id(fn)] = entry
+        return entry[1]
+
+    def launch(self, kernel, grid, args, kwargs):
+        def device_call(jit_fn, *a, **kw):
+            # InterpretedFunction.__call__, minus its own (never undone) patch:
+            # the scope below already covers triton.language and its core.
+            return self._interpreted_fn(jit_fn.fn).rewrite()(*a, **kw)
+
+        if isinstance(kernel, Autotuner):  # no timing on CPU: the first config left after pruning
+            jit = base_kernel(kernel, NotImplementedError)
+            named = {**dict(zip(jit.arg_names, args)), **{k: v for k, v in kwargs.items() if k in jit.arg_names}}
+            config = choose(kernel, named, kwargs, torch.device("cpu"), None, NotImplementedError)
+            kwargs = {**kwargs, **config.all_kwargs()}
+            if config.pre_hook is not None:
+                config.pre_hook({**named, **kwargs})
+            kernel = jit
+        for value in map(_descriptors.tensor_of, list(args) + list(kwargs.values())):
+            if isinstance(value, torch.Tensor) and value.dtype in _NOT_INTERPRETABLE:
+                raise NotImplementedError(
+                    f"{kernel.fn.__name__}: Triton's interpreter (the CPU debug path) computes wrong results "
+                    f"for {value.dtype} tensors; use float32/float16 on CPU, or run on a GPU"
+                )
+        with interpretation():
+            interp = self._interpreted_fn(
+                kernel.fn,
+                do_not_specialize=kernel.do_not_specialize,
+                do_not_specialize_on_alignment=kernel.do_not_specialize_on_alignment,
+            )
+            original_call = JITFunction.__call__
+            interpret_knob = triton.knobs.runtime.interpret
+            scope = _patch_lang(types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core}))
+            JITFunction.__call__ = device_call
+            triton.knobs.runtime.interpret = True
+            try:
+                return interp.run(*args, grid=grid, warmup=False, **kwargs)
+            finally:
+                triton.knobs.runtime.interpret = interpret_knob
+                JITFunction.__call__ = original_call
+                scope.restore()

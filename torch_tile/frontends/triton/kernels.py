@@ -1,0 +1,117 @@
+"""The Triton frontend's kernels and launch configurations, by id.
+
+Ids are stable across processes: a kernel's id is derived from its qualified
+name and Triton's ``cache_key`` (source and ``@triton.jit`` dependencies), a
+launch configuration's from its fingerprint. So the specialization keys and
+the serialized plans that name them mean the same thing in every process (a
+bundle, or a plan written by one process and read by another)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from triton.runtime.jit import JITFunction
+
+from ... import _C, _disk_cache
+
+FRONTEND = "triton"
+
+
+@dataclass
+class LaunchConfig:
+    """The static part of one launch site: everything the key's first word stands for."""
+
+    kernel: JITFunction
+    kinds: tuple[int, ...]  # BindingKind per parameter
+    statics: dict[str, Any]
+    options: dict[str, Any]
+
+
+@dataclass
+class _Registry:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    kernel_ids: dict[int, int] = field(default_factory=dict)  # id(JITFunction) -> kernel id
+    kernels: dict[int, JITFunction] = field(default_factory=dict)  # kernel id -> the first kernel with it
+    config_ids: dict[Any, int] = field(default_factory=dict)
+    configs: dict[int, LaunchConfig] = field(default_factory=dict)
+
+
+_registry = _Registry()
+
+
+def _stable_id(*parts: Any) -> int:
+    """A 63-bit id from the SHA-256 of JSON parts: the same in every process."""
+    return int(_disk_cache.content_key(*parts)[:16], 16) >> 1
+
+
+def kernel_id(kernel: JITFunction) -> int:
+    """The kernel's stable id (registered with C++ on first use)."""
+    with _registry.lock:
+        kid = _registry.kernel_ids.get(id(kernel))
+        if kid is not None:
+            return kid
+    kid = _stable_id("kernel", kernel.fn.__module__ + "." + kernel.fn.__qualname__, kernel.cache_key)
+    with _registry.lock:
+        # Same name, source and dependencies: the same binary, whichever object compiles it.
+        _registry.kernels.setdefault(kid, kernel)  # keeps the JITFunction (and its id()) alive
+        _registry.kernel_ids[id(kernel)] = kid
+        _C.register_kernel(kid, kernel.fn.__name__, FRONTEND)
+        return kid
+
+
+def kernel_of(kid: int) -> JITFunction:
+    return _registry.kernels[kid]
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return (type(value).__name__, value)
+    except TypeError:
+        return (type(value).__name__, repr(value))
+
+
+def config_id(config: LaunchConfig) -> int:
+    """The configuration's stable id (the first word of its specialization keys)."""
+    key = (
+        kernel_id(config.kernel),
+        config.kinds,
+        tuple((k, _hashable(v)) for k, v in config.statics.items()),
+        tuple(sorted((k, _hashable(v)) for k, v in config.options.items())),
+    )
+    with _registry.lock:
+        cid = _registry.config_ids.get(key)
+        if cid is not None:
+            return cid
+    cid = _stable_id("config", config_fingerprint(config))
+    with _registry.lock:
+        _registry.configs.setdefault(cid, config)
+        _registry.config_ids[key] = cid
+        return cid
+
+
+def launch_config(cid: int) -> LaunchConfig:
+    """The configuration of an id this process traced (KeyError otherwise)."""
+    return _registry.configs[cid]
+
+
+def _stable(value: Any) -> Any:
+    """A JSON value that identifies a constexpr/option value across processes."""
+    if isinstance(value, JITFunction):
+        return ["jit", value.cache_key]
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return [type(value).__name__, value]
+    return [type(value).__name__, repr(value)]
+
+
+def config_fingerprint(config: LaunchConfig) -> list:
+    """What a launch configuration means, independent of this process's ids."""
+    return [
+        config.kernel.fn.__module__ + "." + config.kernel.fn.__qualname__,
+        config.kernel.cache_key,  # source and dependencies, as Triton hashes them
+        list(config.kinds),
+        sorted([k, _stable(v)] for k, v in config.statics.items()),
+        sorted([k, _stable(v)] for k, v in config.options.items()),
+    ]
