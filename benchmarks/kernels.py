@@ -52,7 +52,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 import torch_tile as tt
-from torch_tile import _triton_frontend
+from torch_tile.frontends.triton import compile as triton_compile, kernels as triton_kernels
 from torch_tile import kernels as K
 from torch_tile.demo import host_seconds
 from torch_tile.kernels import _common
@@ -92,8 +92,8 @@ def chosen_matmul_launch(a: torch.Tensor, b: torch.Tensor) -> dict:
     shapes, read from the plan. After a CUDA call the choice is cached, so this
     trace does not tune again (on CPU tensors it is the first config)."""
     plan = K.matmul_tma.trace(a, b)
-    (step,) = plan["launches"]
-    launch = _triton_frontend.launch_config(step["config"])
+    (step,) = plan.launches
+    launch = triton_kernels.launch_config(step.config)
     blocks = {name: list(v[1]) for name, v in launch.statics.items() if name.endswith("_desc")}
     meta = {name: v for name, v in launch.statics.items() if name not in blocks}
     config = next((c for c in K.matmul_tma_kernel.configs if c.all_kwargs() == {
@@ -213,8 +213,8 @@ def torch_tile_cubins(op, args: tuple) -> list[bytes]:
     plan = op.trace(*args)
     keys = tt._C.testing.specialization_keys(plan, args)
     major, minor = torch.cuda.get_device_capability()
-    return [_triton_frontend._compile_callback(step["kernel"], words, major * 10 + minor)["cubin"]
-            for step, words in zip(plan["launches"], keys)]
+    return [triton_compile._compile_callback(step.kernel, words, major * 10 + minor)["cubin"]
+            for step, words in zip(plan.launches, keys)]
 
 
 def check(case: dict) -> dict:

@@ -29,7 +29,7 @@ def _interpreter_handles_scalar_loops() -> bool:
     import triton.language as tl
 
     from torch_tile._launch_mode import launch_mode
-    from torch_tile._triton_frontend import InterpretLaunches
+    from torch_tile.frontends.triton.interpret import InterpretLaunches
 
     @triton.jit
     def _loop_kernel(out_ptr, n):

@@ -11,8 +11,10 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
-from torch_tile import TraceError, _autotune, _disk_cache
+from torch_tile import TraceError, _disk_cache
 from torch_tile._tracer import Tracer
+from torch_tile.frontends.triton import autotune
+from torch_tile.frontends.triton.kernels import launch_config
 
 NS = "tt_cpu_autotune"
 _REAL_CAN_MEASURE = Tracer._can_measure
@@ -51,7 +53,7 @@ def timed(monkeypatch, tmp_path):
     """Pretends the trace can time configs: ``timed.timings`` are the results;
     each timing round is recorded in ``timed.rounds``."""
     _disk_cache.configure(str(tmp_path / "cache"))
-    _autotune._chosen.clear()
+    autotune._chosen.clear()
 
     class Timer:
         timings = [3.0, 1.0, 2.0]
@@ -66,20 +68,20 @@ def timed(monkeypatch, tmp_path):
 
     monkeypatch.setattr(Tracer, "_can_measure", lambda self: True)
     monkeypatch.setattr(Tracer, "_measure", fake_measure)
-    monkeypatch.setattr(_autotune, "device_name", lambda device: "test device")
+    monkeypatch.setattr(autotune, "device_name", lambda device: "test device")
     yield Timer
     _disk_cache.configure(None)
-    _autotune._chosen.clear()
+    autotune._chosen.clear()
 
 
 def _block_of(plan) -> int:
-    (launch,) = plan["launches"]
-    return tt._triton_frontend.launch_config(launch["config"]).statics["BLOCK"]
+    (launch,) = plan.launches
+    return launch_config(launch.config).statics["BLOCK"]
 
 
 def _options_of(plan) -> dict:
-    (launch,) = plan["launches"]
-    return tt._triton_frontend.launch_config(launch["config"]).options
+    (launch,) = plan.launches
+    return launch_config(launch.config).options
 
 
 def test_cpu_path_runs_the_first_config_correctly():
@@ -87,7 +89,7 @@ def test_cpu_path_runs_the_first_config_correctly():
     torch.testing.assert_close(tuned_add(x, y), x + y)
     plan = tuned_add.trace(x, y)
     assert _block_of(plan) == 64 and _options_of(plan)["num_warps"] == 2
-    assert any(text == "x.numel() == 1000" for _, text in plan["guards"])  # the tuning key is guarded
+    assert any(guard.text == "x.numel() == 1000" for guard in plan.guards)  # the tuning key is guarded
 
 
 def test_fastest_config_is_chosen_persisted_and_reused(timed):
@@ -95,7 +97,7 @@ def test_fastest_config_is_chosen_persisted_and_reused(timed):
     plan = tuned_add.trace(x, x)
     assert timed.rounds == [[64, 128, 256]]
     assert _block_of(plan) == 128 and _options_of(plan)["num_warps"] == 4
-    _autotune._chosen.clear()  # as a new process: only the disk remembers
+    autotune._chosen.clear()  # as a new process: only the disk remembers
     assert _block_of(tuned_add.trace(x, x)) == 128
     assert timed.rounds == [[64, 128, 256]]  # not timed again
     tuned_add.trace(torch.randn(2000), torch.randn(2000))  # a new key: timed
@@ -106,10 +108,10 @@ def test_the_chosen_variant_compiles_for_sm90(timed):
     x = torch.randn(4096)
     plan = tuned_add.trace(x, x)
     words = tt._C.testing.specialization_keys(plan, (x, x))[0]
-    compiled, _ = tt.compile_variant(plan["launches"][0]["kernel"], words, 90)
+    compiled, _ = tt.compile_variant(plan.launches[0].kernel, words, 90)
     assert compiled.metadata.num_warps == 4 and compiled.asm["cubin"]
-    (launch,) = plan["launches"]
-    assert launch["grid"][0][1] == "(((x.numel() + 128) - 1) // 128)"
+    (launch,) = plan.launches
+    assert launch.grid[0].text == "(((x.numel() + 128) - 1) // 128)"
 
 
 def test_pruning_by_the_kernels_own_rules(timed):
@@ -132,7 +134,7 @@ def test_failing_configs_are_skipped_and_reported(timed):
 def test_no_timing_during_graph_capture(timed, monkeypatch):
     x = torch.randn(3000)
     tuned_add.trace(x, x)  # warmed: chosen and persisted
-    monkeypatch.setattr(_autotune, "capturing", lambda: True)
+    monkeypatch.setattr(autotune, "capturing", lambda: True)
     assert _block_of(tuned_add.trace(x, x)) == 128  # the kept choice, no timing
     with pytest.raises(TraceError, match="cannot happen during CUDA-graph capture.*before capturing"):
         tuned_add.trace(torch.randn(3001), torch.randn(3001))  # a new key during capture

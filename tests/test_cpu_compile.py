@@ -15,8 +15,8 @@ import triton.language as tl
 from triton.compiler.errors import CompilationError
 
 import torch_tile as tt
-from torch_tile import _triton_frontend
 from torch_tile import kernels as K
+from torch_tile.frontends.triton.compile import _compile_callback
 
 from triton_reference import CAPABILITY, TARGET, capture_launches, triton_compile_real
 
@@ -39,8 +39,8 @@ def variant(op, args, index=0):
     """(kernel id, key words, launch) of one launch of op(*args)."""
     plan = op.trace(*args)
     words = tt._C.testing.specialization_keys(plan, tuple(args))[index]
-    launch = plan["launches"][index]
-    return launch["kernel"], words, launch
+    launch = plan.launches[index]
+    return launch.kernel, words, launch
 
 
 CASES = [
@@ -115,7 +115,7 @@ def test_compile_callback_runtime_params(compiled_cases, name):
     """What the C++ runtime receives on a cache miss: runtime parameters exclude every constexpr."""
     c = compiled_cases[name]
     before = tt.compile_count()
-    info = _triton_frontend._compile_callback(c["kid"], c["words"], CAPABILITY)
+    info = _compile_callback(c["kid"], c["words"], CAPABILITY)
     assert tt.compile_count() == before + 1
     ref_sig = list(c["ref_src"].signature.values())
     assert info["runtime_params"] == [i for i, ty in enumerate(ref_sig) if ty != "constexpr"]
@@ -129,11 +129,11 @@ def test_compile_callback_runtime_params(compiled_cases, name):
 def test_add_runtime_params_exact():
     """add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK): BLOCK is constexpr; n == 1 becomes one too."""
     kid, words, _ = variant(K.add, (torch.randn(1000), torch.randn(1000)))
-    info = _triton_frontend._compile_callback(kid, words, CAPABILITY)
+    info = _compile_callback(kid, words, CAPABILITY)
     assert info["runtime_params"] == [0, 1, 2, 3]
     assert info["runtime_param_types"] == ["*fp32", "*fp32", "*fp32", "i32"]
     kid, words, _ = variant(K.add, (torch.randn(1), torch.randn(1)))
-    info = _triton_frontend._compile_callback(kid, words, CAPABILITY)
+    info = _compile_callback(kid, words, CAPABILITY)
     assert info["runtime_params"] == [0, 1, 2]
 
 
@@ -165,7 +165,7 @@ def test_compile_error_from_the_runtime_callback():
     before = tt.compile_count()
     kid, words, _ = variant(broken, (torch.zeros(8),))
     with pytest.raises(CompilationError, match="undefined_name"):
-        _triton_frontend._compile_callback(kid, words, CAPABILITY)
+        _compile_callback(kid, words, CAPABILITY)
     assert tt.compile_count() == before
 
 

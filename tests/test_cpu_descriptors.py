@@ -20,20 +20,23 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 import torch_tile as tt
-from torch_tile import _C, _triton_frontend
+from torch_tile import _C
 from torch_tile import kernels as K
-from torch_tile._tracer import TraceError
+from torch_tile._errors import TraceError
+from torch_tile._plan import BindingKind
+from torch_tile.frontends.triton.compile import _compile_callback
+from torch_tile.frontends.triton.kernels import launch_config
 
 import tma_ops as T
 from conftest import requires_interpreter_scalar_loops
 
-TENSORDESC = _triton_frontend.TENSORDESC
+TENSORDESC = BindingKind.TENSORDESC
 
 
 def _compiled(op, *args) -> dict:
     plan = op.trace(*args)
     words = _C.testing.specialization_keys(plan, args)[0]
-    return _triton_frontend._compile_callback(plan["launches"][0]["kernel"], words, 90)
+    return _compile_callback(plan.launches[0].kernel, words, 90)
 
 
 @pytest.fixture
@@ -48,15 +51,15 @@ def fake_encoder():
 
 def test_a_descriptor_is_one_binding_with_size_expressions_and_no_guards():
     plan = T.scale.trace(torch.randn(70, 100), 2.0)
-    in_desc, out_desc = plan["launches"][0]["bindings"][:2]
-    assert in_desc[0] == out_desc[0] == TENSORDESC
-    assert (in_desc[1], out_desc[1]) == (0, 2)  # x, then the output (slot after the 2 arguments)
-    shape, strides, nan, tf32, name = in_desc[6]
-    assert [text for _, text in shape] == ["x.size(0)", "x.size(1)"]
-    assert [text for _, text in strides] == ["x.stride(0)", "x.stride(1)"]
-    assert (nan, tf32, name) == (False, False, "in_desc")
+    in_desc, out_desc = plan.launches[0].bindings[:2]
+    assert in_desc.kind == out_desc.kind == TENSORDESC
+    assert (in_desc.slot, out_desc.slot) == (0, 2)  # x, then the output (slot after the 2 arguments)
+    desc = in_desc.desc
+    assert [e.text for e in desc.shape] == ["x.size(0)", "x.size(1)"]
+    assert [e.text for e in desc.strides] == ["x.stride(0)", "x.stride(1)"]
+    assert (desc.nan_padding, desc.round_tf32, desc.name) == (False, False, "in_desc")
     # Triton's __post_init__ asserts on the data would be guards; they are launch-time checks instead.
-    assert plan["guards"] == []
+    assert plan.guards == []
 
 
 def test_the_compiled_variant_takes_descriptors_as_tritons_launcher_passes_them():
@@ -246,7 +249,7 @@ def test_descriptor_stores_count_as_writes_of_the_base_tensor():
 def test_autotune_pre_hook_sets_the_block_shapes_of_the_chosen_config():
     a, b = torch.randn(64, 64).half(), torch.randn(64, 96).half()
     plan = K.matmul_tma.trace(a, b)
-    config = _triton_frontend.launch_config(plan["launches"][0]["config"])
+    config = launch_config(plan.launches[0].config)
     first = K.matmul_tma_kernel.configs[0].kwargs  # CPU: no timing, the first config
     bm, bn, bk = first["BLOCK_M"], first["BLOCK_N"], first["BLOCK_K"]
     assert config.statics["a_desc"][1] == (bm, bk)
@@ -277,9 +280,10 @@ def test_autotune_timing_runs_get_real_descriptors_with_each_configs_block_shape
     """The GPU timing path, minus the GPU: every config's timing run receives
     real descriptors over the call's tensors, re-blocked by that config's
     pre_hook, and a concrete grid; the trace then keeps the fastest config."""
-    from torch_tile import _autotune, _disk_cache
+    from torch_tile import _disk_cache
     from torch_tile._launch_mode import LaunchMode, launch_mode
     from torch_tile._tracer import Tracer
+    from torch_tile.frontends.triton import autotune
 
     launches = []
 
@@ -294,14 +298,14 @@ def test_autotune_timing_runs_get_real_descriptors_with_each_configs_block_shape
 
     _disk_cache.configure(str(tmp_path / "cache"))
     monkeypatch.setattr(Tracer, "_can_measure", lambda self: True)
-    monkeypatch.setattr(_autotune, "_time_ms", time_ms)
-    monkeypatch.setattr(_autotune, "device_name", lambda device: "test device")
+    monkeypatch.setattr(autotune, "_time_ms", time_ms)
+    monkeypatch.setattr(autotune, "device_name", lambda device: "test device")
     try:
         a, b = torch.randn(256, 64).half(), torch.randn(64, 512).half()
         plan = K.matmul_tma.trace(a, b)
     finally:
         _disk_cache.configure(None)
-        _autotune._chosen.clear()
+        autotune._chosen.clear()
     configs = K.matmul_tma_kernel.configs
     assert len(launches) == len(configs)
     for (grid, args, kwargs), config in zip(launches, configs):
@@ -314,5 +318,5 @@ def test_autotune_timing_runs_get_real_descriptors_with_each_configs_block_shape
         assert (a_desc.block_shape, b_desc.block_shape, c_desc.block_shape) == ([bm, bk], [bk, bn], [bm, bn])
         assert list(args[3:6]) == [256, 512, 64] and type(args[3]) is int
         assert grid == (min(4, (256 // bm) * (512 // bn)),)
-    chosen = _triton_frontend.launch_config(plan["launches"][0]["config"])
+    chosen = launch_config(plan.launches[0].config)
     assert chosen.statics["b_desc"][1] == (configs[0].kwargs["BLOCK_K"], configs[0].kwargs["BLOCK_N"])

@@ -17,8 +17,9 @@ import pytest
 import torch
 
 import torch_tile as tt
-from torch_tile import _disk_cache, _triton_frontend
+from torch_tile import _disk_cache
 from torch_tile import kernels as K
+from torch_tile.frontends.triton import compile as triton_compile, kernels as triton_kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPABILITY = 90
@@ -26,7 +27,7 @@ CAPABILITY = 90
 
 def _words(op, *args):
     plan = op.trace(*args)
-    return plan["launches"][0]["kernel"], tt._C.testing.specialization_keys(plan, args)[0]
+    return plan.launches[0].kernel, tt._C.testing.specialization_keys(plan, args)[0]
 
 
 @pytest.fixture
@@ -42,10 +43,11 @@ def cache(tmp_path):
 WORKER = textwrap.dedent("""
     import json, sys, torch
     import torch_tile as tt
-    from torch_tile import _triton_frontend as f, kernels as K
+    from torch_tile import kernels as K
+    from torch_tile.frontends.triton import compile as f
     x = torch.randn(int(sys.argv[1]))
     plan = K.add.trace(x, x)
-    kid = plan["launches"][0]["kernel"]
+    kid = plan.launches[0].kernel
     words = tt._C.testing.specialization_keys(plan, (x, x))[0]
     entry = f._compile_callback(kid, words, 90)
     print(json.dumps({"key": f.variant_cache_key(words, 90), "compiles": tt.compile_count(),
@@ -70,7 +72,7 @@ def _result(proc):
 
 def test_key_is_stable_across_processes(cache):
     kid, words = _words(K.add, torch.randn(1000), torch.randn(1000))
-    here = _triton_frontend.variant_cache_key(words, CAPABILITY)
+    here = triton_compile.variant_cache_key(words, CAPABILITY)
     there = [_result(_worker(cache.directory)) for _ in range(2)]
     assert there[0]["key"] == there[1]["key"] == here
 
@@ -94,8 +96,8 @@ def _fingerprint_of(directory, source: str, helper: str = "return x", num_warps:
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    config = _triton_frontend.LaunchConfig(module.kernel, (0, 1, 5), {"BLOCK": 16}, {"num_warps": num_warps})
-    return _disk_cache.content_key(_triton_frontend.config_fingerprint(config))
+    config = triton_kernels.LaunchConfig(module.kernel, (0, 1, 5), {"BLOCK": 16}, {"num_warps": num_warps})
+    return _disk_cache.content_key(triton_kernels.config_fingerprint(config))
 
 
 def test_key_changes_with_source_dependency_options_and_target(tmp_path):
@@ -106,9 +108,9 @@ def test_key_changes_with_source_dependency_options_and_target(tmp_path):
     assert base != _fingerprint_of(tmp_path, body, helper="return x * 2")  # a called @triton.jit function
     assert base != _fingerprint_of(tmp_path, body, num_warps=8)  # launch options
     kid, words = _words(K.add, torch.randn(1000), torch.randn(1000))
-    assert _triton_frontend.variant_cache_key(words, 90) != _triton_frontend.variant_cache_key(words, 80)  # target
+    assert triton_compile.variant_cache_key(words, 90) != triton_compile.variant_cache_key(words, 80)  # target
     _, other = _words(K.add, torch.randn(1024), torch.randn(1024))  # n % 16 == 0: another specialization
-    assert _triton_frontend.variant_cache_key(words, 90) != _triton_frontend.variant_cache_key(other, 90)
+    assert triton_compile.variant_cache_key(words, 90) != triton_compile.variant_cache_key(other, 90)
 
 
 # -- warm loads ------------------------------------------------------------------------------------
@@ -124,10 +126,10 @@ def test_second_process_loads_without_compiling(cache):
 
 def test_other_versions_entries_are_not_loaded(cache, monkeypatch):
     kid, words = _words(K.add, torch.randn(1000), torch.randn(1000))
-    _triton_frontend._compile_callback(kid, words, CAPABILITY)
+    triton_compile._compile_callback(kid, words, CAPABILITY)
     before = tt.compile_count()
-    monkeypatch.setattr(_triton_frontend, "__version__", "0.0.0-other")
-    _triton_frontend._compile_callback(kid, words, CAPABILITY)
+    monkeypatch.setattr(triton_compile, "__version__", "0.0.0-other")
+    triton_compile._compile_callback(kid, words, CAPABILITY)
     assert tt.compile_count() == before + 1  # a new key: the old entry is ignored
     assert len(_variant_entries(cache)) == 2
 
@@ -148,7 +150,7 @@ def _the_entry(cache):
 
 def test_corrupted_entry_is_reported_once_rebuilt_and_replaced(cache):
     kid, words = _words(K.add, torch.randn(1000), torch.randn(1000))
-    good = _triton_frontend._compile_callback(kid, words, CAPABILITY)
+    good = triton_compile._compile_callback(kid, words, CAPABILITY)
     path = _the_entry(cache)
     key = os.path.basename(path)[: -len(".entry")]
     data = open(path, "rb").read()
@@ -158,7 +160,7 @@ def test_corrupted_entry_is_reported_once_rebuilt_and_replaced(cache):
         before = tt.compile_count()
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            again = _triton_frontend._compile_callback(kid, words, CAPABILITY)
+            again = triton_compile._compile_callback(kid, words, CAPABILITY)
         reports = [w for w in seen if "corrupted or truncated" in str(w.message)]
         assert len(reports) == (1 if i == 0 else 0)  # reported once per process
         assert tt.compile_count() == before + 1  # rebuilt, never loaded
@@ -173,7 +175,7 @@ def test_failed_write_leaves_nothing(cache, monkeypatch):
     monkeypatch.setattr(os, "replace", disk_full)
     kid, words = _words(K.add, torch.randn(1000), torch.randn(1000))
     with pytest.warns(RuntimeWarning, match="No space left on device"):
-        entry = _triton_frontend._compile_callback(kid, words, CAPABILITY)
+        entry = triton_compile._compile_callback(kid, words, CAPABILITY)
     assert entry["cubin"]  # the compile itself is served from memory
     leftovers = [n for _, _, files in os.walk(cache.directory) for n in files if not n.endswith(".lock")]
     assert leftovers == []
@@ -238,7 +240,7 @@ def test_least_recently_used_entries_are_evicted(tmp_path):
 
 def test_cli_info_and_clear(cache):
     kid, words = _words(K.add, torch.randn(1000), torch.randn(1000))
-    _triton_frontend._compile_callback(kid, words, CAPABILITY)
+    triton_compile._compile_callback(kid, words, CAPABILITY)
     env = {**os.environ, "TORCH_TILE_CACHE_DIR": cache.directory, "PYTHONPATH": ROOT}
     info = subprocess.run([sys.executable, "-m", "torch_tile.cache", "info", "--json"], env=env,
                           capture_output=True, text=True, check=True)

@@ -8,36 +8,11 @@ tests/test_cpu_hardening_concurrency.py.
 
 import pytest
 import torch
-import triton
-import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import kernels  # noqa: F401  (registers tile::add, tile::add_)
 
-
-@triton.jit
-def _copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
-
-
-@tt.op("hardening::scaled_copy")
-def scaled_copy(x: torch.Tensor, n: int, flag: bool) -> torch.Tensor:
-    out = torch.empty_like(x)
-    if flag:
-        _copy_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128)
-    return out
-
-
-@tt.op("hardening::alloc")
-def alloc(x: torch.Tensor, rank: int, size: int) -> torch.Tensor:
-    return torch.zeros([size] * int(rank), device=x.device)
-
-
-@tt.op("hardening::copy_into", mutates_args=("out",))
-def copy_into(out: torch.Tensor, src: torch.Tensor) -> None:
-    n = src.numel()
-    _copy_kernel[(triton.cdiv(n, 128),)](src, out, n, BLOCK=128)
+from hardening_ops import alloc, copy_both, copy_into, flag_copy, raw_add
 
 
 # -- partially overlapping in-place arguments ------------------------------------------------------------
@@ -73,12 +48,6 @@ def test_written_argument_with_internal_overlap_is_refused():
 
 
 def test_two_written_arguments_on_one_memory_are_refused():
-    @tt.op("hardening::copy_both", mutates_args=("a", "b"))
-    def copy_both(a: torch.Tensor, b: torch.Tensor, src: torch.Tensor) -> None:
-        n = src.numel()
-        _copy_kernel[(triton.cdiv(n, 128),)](src, a, n, BLOCK=128)
-        _copy_kernel[(triton.cdiv(n, 128),)](src, b, n, BLOCK=128)
-
     t = torch.zeros(8)
     with pytest.raises(ValueError, match=r"argument 'a' is written and is the same memory as argument 'b'"):
         copy_both(t, t, torch.ones(8))
@@ -131,14 +100,14 @@ def test_none_for_a_tensor_names_op_and_argument():
 
 def test_none_for_a_bool_is_refused_not_read_as_false():
     x = torch.randn(4)
-    with pytest.raises(TypeError, match=r"hardening::scaled_copy: argument 'flag' expected a bool, got None"):
-        scaled_copy(x, 4, None)
-    torch.testing.assert_close(scaled_copy(x, 4, True), x)
+    with pytest.raises(TypeError, match=r"hardening::flag_copy: argument 'flag' expected a bool, got None"):
+        flag_copy(x, 4, None)
+    torch.testing.assert_close(flag_copy(x, 4, True), x)
 
 
 def test_none_for_an_int_is_refused():
     with pytest.raises((TypeError, RuntimeError), match=r"'n'"):
-        scaled_copy(torch.randn(4), None, True)
+        flag_copy(torch.randn(4), None, True)
 
 
 def test_complex_input_names_op_argument_and_dtype():
@@ -179,25 +148,10 @@ def test_the_process_keeps_working_after_refusals():
     torch.testing.assert_close(torch.ops.tile.add(x, y), x + y, rtol=0, atol=0)
 
 
-@triton.jit
-def _raw_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
-
-@tt.op("hardening::raw_add")
-def raw_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    n = x.numel()
-    _raw_add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128)
-    return out
-
-
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16])
 def test_cpu_path_refuses_dtypes_the_interpreter_computes_wrongly(dtype):
     x = torch.randn(16).to(dtype)
-    with pytest.raises(NotImplementedError, match=rf"_raw_add_kernel: Triton's interpreter .* wrong results for "
+    with pytest.raises(NotImplementedError, match=rf"raw_add_kernel: Triton's interpreter .* wrong results for "
                                                   rf"{dtype}"):
         raw_add(x, x)
     y = torch.randn(16)

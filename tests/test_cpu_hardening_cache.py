@@ -23,8 +23,9 @@ import pytest
 import torch
 
 import torch_tile as tt
-from torch_tile import _cubin, _disk_cache, _triton_frontend
+from torch_tile import _cubin, _disk_cache
 from torch_tile import kernels as K
+from torch_tile.frontends.triton import compile as triton_compile
 
 import launch_kernel_ops as L
 import test_cpu_disk_cache as base
@@ -37,7 +38,7 @@ cache = base.cache  # a fresh cache directory per test
 def _variant(op, *args):
     """(kernel id, key words, disk-cache key) of the first launch of op(*args)."""
     kid, words = base._words(op, *args)
-    return kid, words, _triton_frontend.variant_cache_key(words, CAPABILITY)
+    return kid, words, triton_compile.variant_cache_key(words, CAPABILITY)
 
 
 def _compile(kid, words):
@@ -45,7 +46,7 @@ def _compile(kid, words):
     before = tt.compile_count()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        entry = _triton_frontend._compile_callback(kid, words, CAPABILITY)
+        entry = triton_compile._compile_callback(kid, words, CAPABILITY)
     return entry, tt.compile_count() > before, [str(w.message) for w in seen]
 
 
@@ -194,7 +195,7 @@ def real_entries():
     entries = {}
     for name, (op, *args) in cases.items():
         kid, words = base._words(op, *args)
-        meta, cubin = _triton_frontend._compiled_entry(kid, words, CAPABILITY)
+        meta, cubin = triton_compile._compiled_entry(kid, words, CAPABILITY)
         entries[name] = (meta, cubin, len(words) - 1)
     return entries
 

@@ -23,8 +23,9 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
-from torch_tile import _C, _disk_cache, _mutation_check
+from torch_tile import _C, _disk_cache
 from torch_tile._codegen_lock import ReadersWriterLock
+from torch_tile.frontends.triton import writes
 from torch_tile.kernels import pdl_layer_norm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -253,7 +254,7 @@ def test_compiles_work_while_another_thread_interprets(monkeypatch):
     add = ops[0]
     x = torch.randn(1000)
     plan = add.trace(x, x)
-    kid, words = plan["launches"][0]["kernel"], _C.testing.specialization_keys(plan, (x, x))[0]
+    kid, words = plan.launches[0].kernel, _C.testing.specialization_keys(plan, (x, x))[0]
 
     def compile_once(_):
         compiled, _ = tt.compile_variant(kid, words, 90)
@@ -324,7 +325,7 @@ def test_the_analysis_calls_neither_of_torchs_guessing_entry_points(monkeypatch)
 
 def test_the_analysis_target_is_sm90_without_a_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert _mutation_check.analysis_capability() == 90
+    assert writes.analysis_capability() == 90
 
 
 # -- the lock between them ----------------------------------------------------------------------------

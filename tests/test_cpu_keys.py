@@ -2,7 +2,7 @@
 
 For every case the op is traced on CPU tensors, the C++ runtime computes the
 key words (``tt._C.testing.specialization_keys``) and torch_tile turns them back into
-(signature, constexprs, attrs, options) (``_triton_frontend.specialize``). The
+(signature, constexprs, attrs, options) (``frontends.triton.compile.specialize``). The
 reference is what Triton's JIT derives for the *real* launch: the body is run
 on the real tensors with ``JITFunction.run`` replaced by a recorder, and each
 recorded ``kernel[grid](*args, **kwargs)`` goes through the binder Triton builds
@@ -18,7 +18,7 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import kernels as K
-from torch_tile._triton_frontend import specialize
+from torch_tile.frontends.triton.compile import specialize
 
 from triton_reference import CAPABILITY, capture_launches, triton_specialization
 
@@ -41,10 +41,10 @@ def assert_key_matches_triton(op, args):
     """Compares every launch of op(*args); returns the key words."""
     plan, keys = torch_tile_keys(op, args)
     calls = capture_launches(op, args)
-    assert len(calls) == len(plan["launches"]) == len(keys)
-    for launch, words, (kernel, kargs, kkwargs) in zip(plan["launches"], keys, calls):
+    assert len(calls) == len(plan.launches) == len(keys)
+    for launch, words, (kernel, kargs, kkwargs) in zip(plan.launches, keys, calls):
         assert words is not None
-        got_kernel, options, signature, constexprs, attrs = specialize(launch["kernel"], words, CAPABILITY)
+        got_kernel, options, signature, constexprs, attrs = specialize(launch.kernel, words, CAPABILITY)
         assert got_kernel is kernel
         ref_options, ref_signature, ref_constexprs, ref_attrs = triton_specialization(kernel, kargs, kkwargs)
         assert signature == ref_signature
@@ -331,7 +331,7 @@ def test_bool_and_bool_stays_bool(a, b):
 def test_bool_constexpr_value_is_equal():
     """What does agree for the bool constexpr: the value compares equal (only its type differs)."""
     plan, (words,) = torch_tile_keys(flag_constexpr, (_f32(), True))
-    _k, _o, _s, constexprs, _a = specialize(plan["launches"][0]["kernel"], words, CAPABILITY)
+    _k, _o, _s, constexprs, _a = specialize(plan.launches[0].kernel, words, CAPABILITY)
     assert constexprs == {(1,): True}
 
 

@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
-from torch_tile import _triton_frontend
+from torch_tile.frontends.triton.compile import _compile_callback
 
 NS = "tt_cpu_launch_attributes"
 
@@ -47,7 +47,7 @@ def cooperative_increment(x: torch.Tensor) -> None:
 def _compiled(op, *args) -> dict:
     plan = op.trace(*args)
     words = tt._C.testing.specialization_keys(plan, args)[0]
-    return _triton_frontend._compile_callback(plan["launches"][0]["kernel"], words, 90)
+    return _compile_callback(plan.launches[0].kernel, words, 90)
 
 
 def test_pdl_option_reaches_the_launch_metadata():
@@ -65,4 +65,4 @@ def test_unanalysable_kernel_is_trusted_not_refused():
     # torch's analysis gives up on impure inline asm and would report every input as written;
     # that answer is not used, so the op (which writes only its output) traces.
     plan = pdl_double.trace(torch.randn(64))
-    assert len(plan["launches"]) == 1
+    assert len(plan.launches) == 1

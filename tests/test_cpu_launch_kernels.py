@@ -18,9 +18,10 @@ import torch
 import torch.nn.functional as F
 
 import torch_tile as tt
-from torch_tile import _triton_frontend
 from torch_tile import kernels as K
 from torch_tile._expr import evaluate
+from torch_tile.frontends.triton.compile import _compile_callback
+from torch_tile.frontends.triton.kernels import launch_config
 
 import launch_kernel_ops as L
 from conftest import requires_interpreter_scalar_loops
@@ -41,16 +42,16 @@ def _variants(op, *args, device=CUDA) -> list:
     plan = op.trace(*args, device=device)
     keys = tt._C.testing.specialization_keys(plan, args)
     out = []
-    for step, words in zip(plan["launches"], keys):
-        entry = _triton_frontend._compile_callback(step["kernel"], words, 90)
-        compiled, _ = tt.compile_variant(step["kernel"], words, 90)
+    for step, words in zip(plan.launches, keys):
+        entry = _compile_callback(step.kernel, words, 90)
+        compiled, _ = tt.compile_variant(step.kernel, words, 90)
         out.append((step, entry, compiled))
     return out
 
 
 def _grid(step, args) -> list:
     """The launch's grid evaluated for ``args`` (the op's inputs)."""
-    return [evaluate(code, list(args), list(args)) for code, _ in step["grid"]]
+    return [evaluate(e.code, list(args), list(args)) for e in step.grid]
 
 
 def _ptx_lines(compiled) -> list:
@@ -149,8 +150,8 @@ def test_layer_norm_pdl_cpu_plan_has_no_pdl():
     # The interpreter path: no griddepcontrol in the kernels, no launch_pdl option.
     x, w, b = torch.randn(4, 8), torch.randn(8), torch.randn(8)
     plan = K.layer_norm_pdl.trace(x, w, b, 1e-5)
-    for step in plan["launches"]:
-        config = _triton_frontend.launch_config(step["config"])
+    for step in plan.launches:
+        config = launch_config(step.config)
         assert config.statics["USE_GDC"] is False
         assert not config.options.get("launch_pdl", False)
 
@@ -218,10 +219,10 @@ def test_sum_cooperative_grid_is_the_sm_count(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: _Props())
     big, small = torch.randn(100_000), torch.randn(3000)
     plan = K.sum_cooperative.trace(big, device=CUDA)
-    (step,) = plan["launches"]
+    (step,) = plan.launches
     assert _grid(step, (big,)) == [7, 1, 1]
     assert _grid(step, (small,)) == [3, 1, 1]  # the same expression: cdiv(3000, 1024) < 7
-    config = _triton_frontend.launch_config(step["config"])
+    config = launch_config(step.config)
     assert config.statics["GRID_SYNC"] is True and config.options["launch_cooperative_grid"] is True
     assert mod.BLOCK == 1024
 
@@ -229,7 +230,7 @@ def test_sum_cooperative_grid_is_the_sm_count(monkeypatch):
 def test_sum_cooperative_grid_without_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     x = torch.randn(1_000_000)
-    (step,) = K.sum_cooperative.trace(x, device=CUDA)["launches"]
+    (step,) = K.sum_cooperative.trace(x, device=CUDA).launches
     assert _grid(step, (x,)) == [132, 1, 1]  # FALLBACK_SMS
 
 
@@ -248,8 +249,8 @@ def test_sum_cooperative_cuda_variant_is_cooperative_with_a_barrier():
 
 def test_sum_cooperative_cpu_plan_does_not_spin():
     x = torch.randn(5000)
-    (step,) = K.sum_cooperative.trace(x)["launches"]
-    config = _triton_frontend.launch_config(step["config"])
+    (step,) = K.sum_cooperative.trace(x).launches
+    config = launch_config(step.config)
     assert config.statics["GRID_SYNC"] is False and not config.options.get("launch_cooperative_grid", False)
     assert _grid(step, (x,)) == [4, 1, 1]  # CPU_PROGRAMS: the interpreter still runs the strided loop
 

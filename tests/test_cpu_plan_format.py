@@ -212,30 +212,22 @@ def _scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * factor, mask=mask)
 
 
-def test_kernel_and_config_ids_are_stable_across_processes(tmp_path):
+@tt.op("plan_format::scale")
+def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _scale_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), factor, BLOCK=64)
+    return out
+
+
+def test_kernel_and_config_ids_are_stable_across_processes():
+    import os
     import subprocess
     import sys
-    import textwrap
-
-    @tt.op("plan_format::scale")
-    def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
-        out = torch.empty_like(x)
-        _scale_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), factor, BLOCK=64)
-        return out
 
     launch = scale.trace(torch.randn(10), 2.0).launches[0]
-    script = textwrap.dedent(f"""
-        import torch, triton, torch_tile as tt
-        import sys; sys.path.insert(0, {str(__file__.rsplit('/', 1)[0])!r})
-        from test_cpu_plan_format import _scale_kernel
-        @tt.op("plan_format::scale")
-        def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
-            out = torch.empty_like(x)
-            _scale_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), factor, BLOCK=64)
-            return out
-        launch = scale.trace(torch.randn(10), 2.0).launches[0]
-        print(launch.kernel, launch.config)
-    """)
-    env = {**__import__("os").environ, "TORCH_TILE_TEST_SUBPROCESS": "1"}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    script = ("import sys, torch; sys.path.insert(0, sys.argv[1]); from test_cpu_plan_format import scale; "
+              "launch = scale.trace(torch.randn(10), 2.0).launches[0]; print(launch.kernel, launch.config)")
+    env = {**os.environ, "TORCH_TILE_TEST_SUBPROCESS": "1"}
+    out = subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__)], capture_output=True, text=True,
+                         env=env, check=True)
     assert out.stdout.split() == [str(launch.kernel), str(launch.config)]

@@ -20,7 +20,9 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import kernels as K
-from torch_tile._expr import Op
+from torch_tile._plan import AllocKind, BindingKind, ExprOp as Op
+
+from plan_data import plan_data, tensor_guards
 
 NS = "tt_cpu_trace"
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -73,14 +75,14 @@ def evaluate(code, args):
 
 
 def guards_hold(plan, args) -> bool:
-    for arg, dtype, ndim in plan["tensor_guards"]:
-        if args[arg].dtype != dtype or args[arg].dim() != ndim:
+    for guard in plan.tensor_guards:
+        if args[guard.arg].dtype != guard.dtype or args[guard.arg].dim() != guard.ndim:
             return False
-    return all(evaluate(code, args) != 0 for code, _text in plan["guards"])
+    return all(evaluate(guard.code, args) != 0 for guard in plan.guards)
 
 
 def guard_texts(plan):
-    return [text for _code, text in plan["guards"]]
+    return [guard.text for guard in plan.guards]
 
 
 def line_of(fn, needle: str) -> str:
@@ -165,26 +167,26 @@ def test_softmax_plan_selects_by_branch(traced, accepted, rejected):
 
 def test_softmax_sides_have_different_launch_configs():
     """num_warps is part of the launch config (key word 0); BLOCK is a constexpr expression."""
-    small = K.softmax.trace(torch.randn(2, 1024))["launches"][0]
-    large = K.softmax.trace(torch.randn(2, 1025))["launches"][0]
-    assert small["kernel"] == large["kernel"]
-    assert small["config"] != large["config"]
-    block = small["bindings"][-2]  # BLOCK, then the ACC dtype constexpr
-    assert block[0] == 4 and block[2][1] == "next_power_of_2(x.size(1))"  # CONSTEXPR
+    small = K.softmax.trace(torch.randn(2, 1024)).launches[0]
+    large = K.softmax.trace(torch.randn(2, 1025)).launches[0]
+    assert small.kernel == large.kernel
+    assert small.config != large.config
+    block = small.bindings[-2]  # BLOCK, then the ACC dtype constexpr
+    assert block.kind == BindingKind.CONSTEXPR and block.expr.text == "next_power_of_2(x.size(1))"
 
 
 def test_softmax_plan_layout():
     x = torch.randn(3, 10)
     plan = K.softmax.trace(x)
-    assert plan["tensor_guards"] == [(0, torch.float32, 2)]
-    (alloc,) = plan["allocs"]
-    assert alloc["dtype"] == torch.float32 and not alloc["zero"]
-    assert [text for _code, text in alloc["shape"]] == ["x.size(0)", "x.size(1)"]
-    assert plan["outputs"] == [1]
-    (launch,) = plan["launches"]
-    assert [text for _code, text in launch["grid"]] == ["x.size(0)", "1", "1"]
-    assert launch["site"] == line_of(K.softmax.fn, "softmax_kernel[")
-    slots = [b[1] for b in launch["bindings"][:2]]
+    assert tensor_guards(plan) == [(0, torch.float32, 2)]
+    (alloc,) = plan.allocs
+    assert alloc.dtype == torch.float32 and not alloc.zero
+    assert [e.text for e in alloc.shape] == ["x.size(0)", "x.size(1)"]
+    assert plan.outputs == [1]
+    (launch,) = plan.launches
+    assert [e.text for e in launch.grid] == ["x.size(0)", "1", "1"]
+    assert launch.site == line_of(K.softmax.fn, "softmax_kernel[")
+    slots = [b.slot for b in launch.bindings[:2]]
     assert slots == [1, 0]  # out (allocated slot 1), then x
 
 
@@ -192,7 +194,7 @@ def test_add_plan_guards_equal_sizes():
     x, y = torch.randn(10), torch.randn(10)
     plan = K.add.trace(x, y)
     assert "x.size(0) == y.size(0)" in guard_texts(plan)
-    assert plan["tensor_guards"] == [(0, torch.float32, 1), (1, torch.float32, 1)]
+    assert tensor_guards(plan) == [(0, torch.float32, 1), (1, torch.float32, 1)]
     assert guards_hold(plan, (torch.empty(77), torch.empty(77)))
     assert not guards_hold(plan, (torch.empty(77), torch.empty(78)))
     assert not guards_hold(plan, (torch.empty(77), torch.empty(77, dtype=torch.float16)))
@@ -216,34 +218,36 @@ def test_add_plan_is_size_generic():
 def test_add_plan_grid_and_bindings():
     x, y = torch.randn(3000), torch.randn(3000)
     plan = K.add.trace(x, y)
-    (launch,) = plan["launches"]
-    grid = [evaluate(code, (x, y)) for code, _text in launch["grid"]]
+    (launch,) = plan.launches
+    grid = [evaluate(e.code, (x, y)) for e in launch.grid]
     assert grid == [triton.cdiv(3000, 1024), 1, 1]
     # x, y, out (tensor slots), n (int expression), BLOCK (static constexpr)
-    kinds = [b[0] for b in launch["bindings"]]
-    assert kinds == [0, 0, 0, 1, 5]
-    assert [b[1] for b in launch["bindings"][:3]] == [0, 1, 2]
-    assert launch["bindings"][3][2][1] == "x.numel()"
-    (alloc,) = plan["allocs"]
-    assert alloc["kind"] == 1 and alloc["like"] == 0  # empty_like(x)
-    assert plan["outputs"] == [2]
+    kinds = [b.kind for b in launch.bindings]
+    assert [int(k) for k in kinds] == [0, 0, 0, 1, 5]
+    assert kinds == [BindingKind.TENSOR] * 3 + [BindingKind.INT, BindingKind.STATIC]
+    assert [b.slot for b in launch.bindings[:3]] == [0, 1, 2]
+    assert launch.bindings[3].expr.text == "x.numel()"
+    (alloc,) = plan.allocs
+    assert int(alloc.kind) == 1 and alloc.kind == AllocKind.EMPTY_LIKE and alloc.like_slot == 0  # empty_like(x)
+    assert plan.outputs == [2]
 
 
 def test_add_inplace_plan_allocates_nothing():
     plan = K.add_.trace(torch.randn(10), torch.randn(10))
-    assert plan["allocs"] == [] and plan["outputs"] == []
-    (launch,) = plan["launches"]
-    assert [b[1] for b in launch["bindings"][:3]] == [0, 1, 0]  # out_ptr is x
+    assert plan.allocs == [] and plan.outputs == []
+    (launch,) = plan.launches
+    assert [b.slot for b in launch.bindings[:3]] == [0, 1, 0]  # out_ptr is x
 
 
 def test_layer_norm_plan():
     x, w, b = torch.randn(4, 300), torch.randn(300), torch.randn(300)
     plan = K.layer_norm.trace(x, w, b, 1e-5)
-    assert [a["dtype"] for a in plan["allocs"]] == [torch.float32] * 3
-    assert plan["outputs"] == [4, 5, 6]
-    (launch,) = plan["launches"]
-    eps = launch["bindings"][9]
-    assert eps[0] == 3 and eps[1] == 3  # FLOAT from argument 3: the value is not baked into the plan
+    assert [a.dtype for a in plan.allocs] == [torch.float32] * 3
+    assert plan.outputs == [4, 5, 6]
+    (launch,) = plan.launches
+    eps = launch.bindings[9]
+    # FLOAT from argument 3: the value is not baked into the plan
+    assert eps.kind == BindingKind.FLOAT and eps.slot == 3 and eps.float_value == 0.0
     # num_warps = min(max(BLOCK // 256, 1), 8): guards keep the plan within one num_warps value
     assert guards_hold(plan, (torch.empty(2, 260), torch.empty(260), torch.empty(260), 0.5))
     assert not guards_hold(plan, (torch.empty(2, 1000), torch.empty(1000), torch.empty(1000), 0.5))
@@ -252,21 +256,21 @@ def test_layer_norm_plan():
 
 def test_trace_is_deterministic():
     x = torch.randn(6, 300)
-    assert K.softmax.trace(x) == K.softmax.trace(x)
+    assert plan_data(K.softmax.trace(x)) == plan_data(K.softmax.trace(x))
     a, b = torch.randn(33, 17), torch.randn(17, 9)
-    assert K.matmul.trace(a, b) == K.matmul.trace(a, b)
+    assert plan_data(K.matmul.trace(a, b)) == plan_data(K.matmul.trace(a, b))
 
 
 def test_trace_works_on_meta_tensors():
     x = torch.empty(5, 3000, device="meta")
-    assert K.softmax.trace(x) == K.softmax.trace(torch.empty(5, 3000))
+    assert plan_data(K.softmax.trace(x)) == plan_data(K.softmax.trace(torch.empty(5, 3000)))
 
 
 def test_matmul_plan_branches_on_dtype_not_size():
     a32, b32 = torch.randn(8, 8), torch.randn(8, 8)
     a16, b16 = a32.half(), b32.half()
     p32, p16 = K.matmul.trace(a32, b32), K.matmul.trace(a16, b16)
-    assert p32["launches"][0]["config"] != p16["launches"][0]["config"]
+    assert p32.launches[0].config != p16.launches[0].config
     assert guards_hold(p32, (torch.empty(100, 3), torch.empty(3, 50)))
     assert not guards_hold(p32, (torch.empty(100, 3), torch.empty(4, 50)))  # a.shape[1] != b.shape[0]
 
@@ -279,10 +283,10 @@ def test_branch_plans_differ():
     large = branch.trace(torch.randn(150))
     assert guard_texts(small) == ["not (x.size(0) > 100)"]
     assert guard_texts(large) == ["x.size(0) > 100"]
-    (ls,), (ll,) = small["launches"], large["launches"]
-    assert ls["kernel"] != ll["kernel"]
-    assert ls["site"] == line_of(branch.fn, "negate_kernel[")
-    assert ll["site"] == line_of(branch.fn, "scale_kernel[")
+    (ls,), (ll,) = small.launches, large.launches
+    assert ls.kernel != ll.kernel
+    assert ls.site == line_of(branch.fn, "negate_kernel[")
+    assert ll.site == line_of(branch.fn, "scale_kernel[")
     # The boundary belongs to the small side.
     assert guards_hold(small, (torch.empty(100),)) and not guards_hold(large, (torch.empty(100),))
     assert guards_hold(large, (torch.empty(101),)) and not guards_hold(small, (torch.empty(101),))
@@ -348,11 +352,11 @@ def test_allocation_sizes_do_not_pin_the_plan():
 
     plan = alloc_forms.trace(torch.randn(3, 5))
     assert guard_texts(plan) == []
-    shapes = [[text for _c, text in alloc["shape"]] for alloc in plan["allocs"]]
+    shapes = [[e.text for e in alloc.shape] for alloc in plan.allocs]
     assert shapes == [["x.size(0)", "(x.size(1) * 2)"], ["(x.size(0) + 1)"], []]
-    assert [a["zero"] for a in plan["allocs"]] == [False, True, False]
-    assert [a["dtype"] for a in plan["allocs"]] == [torch.float32, torch.int32, torch.float16]
-    assert [a["like"] for a in plan["allocs"]] == [-1, -1, 0]
+    assert [a.zero for a in plan.allocs] == [False, True, False]
+    assert [a.dtype for a in plan.allocs] == [torch.float32, torch.int32, torch.float16]
+    assert [a.like_slot for a in plan.allocs] == [-1, -1, 0]
     # The CPU path computes the same shapes.
     a, b, c = torch.ops.tt_cpu_trace.alloc_forms(torch.randn(4, 6))
     assert (a.shape, b.shape, c.shape, c.dtype) == ((4, 12), (5,), (4, 6), torch.float16)
@@ -380,9 +384,9 @@ def test_new_empty_and_new_zeros_work_on_cpu():
 ], ids=["new_empty", "new_zeros"])
 def test_new_empty_and_new_zeros_trace(op, shape, dtype, zero):
     plan = op.trace(torch.randn(2, 3))
-    (alloc,) = plan["allocs"]
-    assert [text for _c, text in alloc["shape"]] == shape
-    assert alloc["dtype"] == dtype and alloc["zero"] == zero
+    (alloc,) = plan.allocs
+    assert [e.text for e in alloc.shape] == shape
+    assert alloc.dtype == dtype and alloc.zero == zero
     assert guard_texts(plan) == []
 
 
@@ -626,7 +630,7 @@ def test_cpp_expressions_match_python(name):
     op, fn = EXPRESSION_OPS[name], EXPRESSIONS[name]
     x = torch.empty(1)
     plan = op.trace(x, 3)  # traced once; the plan is evaluated in C++ for every value
-    assert plan["guards"] == []
+    assert plan.guards == []
     for n in VALUES:
         expected = _python_value(fn, n)
         if expected is None:

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
-from torch_tile import _autotune
+from torch_tile.frontends.triton import autotune
 
 from conftest import requires_cuda
 
@@ -43,24 +43,24 @@ def axpy_(x: torch.Tensor, y: torch.Tensor) -> None:
 def test_first_call_times_configs_and_the_write_happens_once():
     x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
     want = x + 2 * y
-    before = _autotune.benchmarks_run
+    before = autotune.benchmarks_run
     axpy_(x, y)  # timing runs work on clones: x is written once
     torch.testing.assert_close(x, want)
-    assert _autotune.benchmarks_run == before + 1
+    assert autotune.benchmarks_run == before + 1
     traces = tt.runtime_counters()["traces"]
     axpy_(x, y)
     torch.testing.assert_close(x, want + 2 * y)
-    assert _autotune.benchmarks_run == before + 1 and tt.runtime_counters()["traces"] == traces
+    assert autotune.benchmarks_run == before + 1 and tt.runtime_counters()["traces"] == traces
 
 
 FRESH = textwrap.dedent("""
     import json, torch
-    from torch_tile import _autotune
+    from torch_tile.frontends.triton import autotune
     import test_gpu_autotune as t
     x, y = torch.randn(1 << 18, device="cuda"), torch.randn(1 << 18, device="cuda")
     want = x + 2 * y
     t.axpy_(x, y)
-    print(json.dumps({"ok": bool(torch.allclose(x, want)), "benchmarks": _autotune.benchmarks_run}))
+    print(json.dumps({"ok": bool(torch.allclose(x, want)), "benchmarks": autotune.benchmarks_run}))
 """)
 
 

@@ -4,56 +4,14 @@ working (issue 10). CPU counterparts: tests/test_cpu_hardening.py."""
 
 import pytest
 import torch
-import triton
-import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import kernels  # noqa: F401  (registers tile::add, tile::add_)
 
 from conftest import requires_cuda
+from hardening_ops import alloc, copy_into, flag_copy, raw_add
 
 pytestmark = requires_cuda
-
-
-@triton.jit
-def _copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
-
-
-@tt.op("gpu_hardening::flag_copy")
-def flag_copy(x: torch.Tensor, flag: bool) -> torch.Tensor:
-    out = torch.zeros_like(x)
-    if flag:
-        n = x.numel()
-        _copy_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128)
-    return out
-
-
-@tt.op("gpu_hardening::alloc")
-def alloc(x: torch.Tensor, rank: int, size: int) -> torch.Tensor:
-    return torch.zeros([size] * int(rank), device=x.device)
-
-
-@tt.op("gpu_hardening::copy_into", mutates_args=("out",))
-def copy_into(out: torch.Tensor, src: torch.Tensor) -> None:
-    n = src.numel()
-    _copy_kernel[(triton.cdiv(n, 128),)](src, out, n, BLOCK=128)
-
-
-@triton.jit
-def _fp8_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
-
-@tt.op("gpu_hardening::raw_add")
-def raw_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    n = x.numel()
-    _fp8_add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128)
-    return out
 
 
 def test_partial_overlap_in_place_is_refused():
@@ -96,13 +54,13 @@ def test_none_and_wrong_kinds_name_op_and_argument():
     x = torch.randn(16, device="cuda")
     with pytest.raises(TypeError, match=r"tile::add: argument 'y' expected a Tensor, got None"):
         torch.ops.tile.add(x, None)
-    with pytest.raises(TypeError, match=r"gpu_hardening::flag_copy: argument 'flag' expected a bool, got None"):
-        flag_copy(x, None)
+    with pytest.raises(TypeError, match=r"hardening::flag_copy: argument 'flag' expected a bool, got None"):
+        flag_copy(x, 16, None)
     z = x.to(torch.complex64)
     with pytest.raises(TypeError, match=r"tile::add: argument 'x' expected a dtype a tile kernel can take"):
         torch.ops.tile.add(z, z)
-    torch.testing.assert_close(flag_copy(x, True), x)
-    assert torch.count_nonzero(flag_copy(x, False)) == 0
+    torch.testing.assert_close(flag_copy(x, 16, True), x)
+    assert torch.count_nonzero(flag_copy(x, 16, False)) == 0
 
 
 def test_tensor_subclass_on_cuda():
@@ -118,10 +76,10 @@ def test_allocation_limits_name_the_op_on_the_native_path():
     x = torch.randn(2, device="cuda")
     assert alloc(x, 2, 3).shape == (3, 3)  # traces the rank-2 plan; sizes stay symbolic
     # Same plan, a size whose byte count leaves int64: refused by the C++ allocation step.
-    with pytest.raises(ValueError, match=r"gpu_hardening::alloc: allocation 0 of shape \[1099511627776, "
+    with pytest.raises(ValueError, match=r"hardening::alloc: allocation 0 of shape \[1099511627776, "
                                          r"1099511627776\] would need more than 2\^63 bytes"):
         alloc(x, 2, 2**40)
-    with pytest.raises(tt.TraceError, match=r"gpu_hardening::alloc: .*allocation of rank 17"):
+    with pytest.raises(tt.TraceError, match=r"hardening::alloc: .*allocation of rank 17"):
         alloc(x, 17, 1)
     assert alloc(x, 2, 4).shape == (4, 4)
 
@@ -131,8 +89,8 @@ def test_compile_failure_names_op_kernel_and_site():
     try:
         out = raw_add(x, x)
     except RuntimeError as e:  # Triton cannot add fp8 on this target: the error says where
-        assert "gpu_hardening::raw_add: kernel _fp8_add_kernel (launched at" in str(e)
-        assert "compiling _fp8_add_kernel failed" in str(e)
+        assert "hardening::raw_add: kernel raw_add_kernel (launched at" in str(e)
+        assert "compiling raw_add_kernel failed" in str(e)
     else:  # a Triton that can: then the result must be right
         torch.testing.assert_close(out.float(), (x.float() + x.float()).to(torch.float8_e4m3fn).float())
     y = torch.randn(64, device="cuda")

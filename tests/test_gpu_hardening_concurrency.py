@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import torch_tile as tt
-from torch_tile import _C, _disk_cache, _mutation_check
+from torch_tile import _C, _disk_cache
+from torch_tile.frontends.triton import writes
 
 from conftest import requires_cuda
 from test_cpu_hardening_concurrency import THREADS, interpret_until, new_ops, run_at_once
@@ -38,8 +39,8 @@ def _variants(calls) -> set:
     for op, case, n in calls:
         args, _ = case(n)
         plan = op.trace(*args)  # traces only: nothing is compiled here
-        for launch, words in zip(plan["launches"], _C.testing.specialization_keys(plan, args)):
-            variants.add((launch["kernel"], tuple(words)))
+        for launch, words in zip(plan.launches, _C.testing.specialization_keys(plan, args)):
+            variants.add((launch.kernel, tuple(words)))
     return variants
 
 
@@ -92,4 +93,4 @@ def test_first_calls_compile_while_another_thread_interprets(cache, monkeypatch)
 
 def test_the_analysis_targets_the_current_gpu():
     major, minor = torch.cuda.get_device_capability()
-    assert _mutation_check.analysis_capability() == major * 10 + minor
+    assert writes.analysis_capability() == major * 10 + minor

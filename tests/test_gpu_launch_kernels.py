@@ -18,9 +18,9 @@ import torch.nn.functional as F
 import triton
 
 import torch_tile as tt
-from torch_tile import _triton_frontend
 from torch_tile import kernels as K
 from torch_tile._expr import evaluate
+from torch_tile.frontends.triton.compile import _compile_callback
 
 import launch_kernel_ops as L
 from conftest import requires_cuda
@@ -50,12 +50,12 @@ def _entries(op, *args) -> tuple[dict, list]:
     launcher runs for them (from the disk cache the launcher filled, or compiled again)."""
     plan = op.trace(*args)
     keys = tt._C.testing.specialization_keys(plan, args)
-    return plan, [_triton_frontend._compile_callback(step["kernel"], words, _capability())
-                  for step, words in zip(plan["launches"], keys)]
+    return plan, [_compile_callback(step.kernel, words, _capability())
+                  for step, words in zip(plan.launches, keys)]
 
 
 def _grid(step, args) -> list:
-    return [evaluate(code, list(args), list(args)) for code, _ in step["grid"]]
+    return [evaluate(e.code, list(args), list(args)) for e in step.grid]
 
 
 def _still_works():
@@ -107,7 +107,7 @@ def test_layer_norm_pdl_variants():
     w, b = torch.randn(512, device="cuda"), torch.randn(512, device="cuda")
     torch.ops.tile.layer_norm_pdl(x, w, b, 1e-5)
     plan, (stats, apply) = _entries(K.layer_norm_pdl, x, w, b, 1e-5)
-    assert len(plan["launches"]) == 2
+    assert len(plan.launches) == 2
     assert stats["launch_pdl"] is False and apply["launch_pdl"] is True
 
 
@@ -219,7 +219,7 @@ def test_sum_cooperative_grid_is_one_program_per_sm():
     torch.ops.tile.sum_cooperative(x)
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     plan, (entry,) = _entries(K.sum_cooperative, x)
-    assert _grid(plan["launches"][0], (x,)) == [min(sms, triton.cdiv(x.numel(), 1024)), 1, 1]
+    assert _grid(plan.launches[0], (x,)) == [min(sms, triton.cdiv(x.numel(), 1024)), 1, 1]
     assert entry["launch_cooperative_grid"] is True
 
 
@@ -263,7 +263,7 @@ def test_affine_cluster_variant_has_two_ctas():
     torch.ops.tt_launch_test.affine_cluster(x)
     plan, (entry,) = _entries(L.affine_cluster, x)
     assert entry["num_ctas"] == 2
-    assert _grid(plan["launches"][0], (x,)) == [triton.cdiv(10_000, L.CLUSTER_BLOCK), 1, 1]
+    assert _grid(plan.launches[0], (x,)) == [triton.cdiv(10_000, L.CLUSTER_BLOCK), 1, 1]
 
 
 # -- > 48 KB of dynamic shared memory ---------------------------------------------------------------

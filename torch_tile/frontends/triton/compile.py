@@ -55,7 +55,7 @@ def _signed(word: int) -> int:
 def representative_args(config: LaunchConfig, words: list[int]) -> list[Any]:
     """Arguments that Triton's binder specializes exactly as the key says."""
     args = []
-    for kp, kind, word in zip(config.kernel.params, config.kinds, words[1:]):
+    for kp, kind, word in zip(config.kernel.params, map(K, config.kinds), words[1:]):
         if kind in (K.TENSOR, K.TENSORDESC):
             pointer = _Pointer(_C.dtype_of_packed(word >> 2), aligned=(word & 3) != W.UNALIGNED)
             args.append(pointer if kind == K.TENSOR else _descriptors.representative(config.statics[kp.name], pointer))

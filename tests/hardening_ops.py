@@ -1,0 +1,57 @@
+"""Small ops for the hardening tests (tests/test_{cpu,gpu}_hardening.py),
+defined once so that both files can run in one process."""
+
+import torch
+import triton
+import triton.language as tl
+
+import torch_tile as tt
+
+
+@triton.jit
+def copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+@triton.jit
+def raw_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@tt.op("hardening::flag_copy")
+def flag_copy(x: torch.Tensor, n: int, flag: bool) -> torch.Tensor:
+    """A copy of x's first n elements when flag (zeros otherwise)."""
+    out = torch.zeros_like(x)
+    if flag:
+        copy_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128)
+    return out
+
+
+@tt.op("hardening::alloc")
+def alloc(x: torch.Tensor, rank: int, size: int) -> torch.Tensor:
+    return torch.zeros([size] * int(rank), device=x.device)
+
+
+@tt.op("hardening::copy_into", mutates_args=("out",))
+def copy_into(out: torch.Tensor, src: torch.Tensor) -> None:
+    n = src.numel()
+    copy_kernel[(triton.cdiv(n, 128),)](src, out, n, BLOCK=128)
+
+
+@tt.op("hardening::copy_both", mutates_args=("a", "b"))
+def copy_both(a: torch.Tensor, b: torch.Tensor, src: torch.Tensor) -> None:
+    n = src.numel()
+    copy_kernel[(triton.cdiv(n, 128),)](src, a, n, BLOCK=128)
+    copy_kernel[(triton.cdiv(n, 128),)](src, b, n, BLOCK=128)
+
+
+@tt.op("hardening::raw_add")
+def raw_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x + y with no dtype check (what the kernel does with fp8 is Triton's)."""
+    out = torch.empty_like(x)
+    n = x.numel()
+    raw_add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128)
+    return out
