@@ -89,13 +89,15 @@ def run(iters: int, repeats: int) -> dict:
         "torch_tile (.default overload)": py_loop(lambda: tile_add_overload(x, y)),
         "torch_tile (C++ dispatcher)": lambda n: tt._C.testing.bench_dispatcher("tile::add", (x, y), n),
         "torch_tile (C++, no dispatcher)": lambda n: tt._C.testing.bench_direct("tile::add", (x, y), n),
-        "torch_tile add_ in place (C++ dispatcher)": lambda n: tt._C.testing.bench_dispatcher("tile::add_", (acc, y), n),
+        "torch_tile add_ in place (C++ dispatcher)":
+            lambda n: tt._C.testing.bench_dispatcher("tile::add_", (acc, y), n),
         "Triton JIT kernel[grid]": py_loop(lambda: triton_jit_add(x, y)),
         "torch.library.triton_op": py_loop(lambda: triton_op_add(x, y)),
         "eager torch.add": py_loop(lambda: torch.add(x, y)),
         "raw cuLaunchKernelEx (floor)": lambda n: tt._C.testing.bench_raw_launch("tile::add", (x, y), n),
         "output alloc + free only": lambda n: tt._C.testing.bench_output_allocation(x, n),
-        "floor + output alloc + free": lambda n: tt._C.testing.bench_raw_launch("tile::add", (x, y), n, allocate_like=x),
+        "floor + output alloc + free":
+            lambda n: tt._C.testing.bench_raw_launch("tile::add", (x, y), n, allocate_like=x),
     }
     rows, spread = _interleaved_medians(measures, iters, repeats)
     phases = tt._C.testing.bench_phases("tile::add", (x, y), iters * 10)
