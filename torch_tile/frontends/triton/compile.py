@@ -29,7 +29,7 @@ K = _plan.BindingKind
 W = _plan.key_word
 
 
-class _Pointer:
+class Pointer:
     """A stand-in tensor argument for Triton's binder: dtype and alignment only."""
 
     def __init__(self, dtype: torch.dtype, aligned: bool):
@@ -57,7 +57,7 @@ def representative_args(config: LaunchConfig, words: list[int]) -> list[Any]:
     args = []
     for kp, kind, word in zip(config.kernel.params, map(K, config.kinds), words[1:]):
         if kind in (K.TENSOR, K.TENSORDESC):
-            pointer = _Pointer(_C.dtype_of_packed(word >> 2), aligned=(word & 3) != W.UNALIGNED)
+            pointer = Pointer(_C.dtype_of_packed(word >> 2), aligned=(word & 3) != W.UNALIGNED)
             args.append(pointer if kind == K.TENSOR else _descriptors.representative(config.statics[kp.name], pointer))
         elif kind == K.INT:
             args.append(_INT_REPRESENTATIVE[(word >> 2, word & 3)])

@@ -24,7 +24,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ..._descriptors import check_block_shape, representative, tensor_of
 from ..._stand_ins import TensorProxy, concrete
-from .compile import kernel_ttir
+from .compile import Pointer, kernel_ttir
 
 # Part of the disk-cache key of an analysis: a new version ignores entries
 # written by an older analysis (the one before 2 could store a racy guess).
@@ -46,15 +46,16 @@ def analysis_capability() -> int:
 
 
 def _representative(value: Any) -> Any:
-    """A real argument Triton's binder specialises as the traced one: a small
-    tensor for a stand-in (only dtype and aligned address matter), a
-    descriptor over one with the traced block shape, values for scalars."""
+    """An argument Triton's binder specialises as the traced one: a pointer
+    stand-in for a tensor (only dtype and aligned address matter; no tensor is
+    made, which under a fake mode would be a fake one), a descriptor over one
+    with the traced block shape, values for scalars."""
     if isinstance(value, TensorProxy):
-        return torch.empty(16, dtype=value.dtype)
+        return Pointer(value.dtype, aligned=True)
     if isinstance(value, TensorDescriptor):  # its block shape as ints (a pre_hook may have set it)
         block = check_block_shape("descriptor", value.block_shape, len(value.block_shape), ValueError)
         static = ("tensordesc", block, value.padding, bool(getattr(value, "round_f32_to_tf32", False)))
-        return representative(static, torch.empty(16, dtype=tensor_of(value).dtype))
+        return representative(static, Pointer(tensor_of(value).dtype, aligned=True))
     return concrete(value)
 
 
