@@ -156,3 +156,17 @@ def test_cpu_path_refuses_dtypes_the_interpreter_computes_wrongly(dtype):
         raw_add(x, x)
     y = torch.randn(16)
     torch.testing.assert_close(raw_add(y, y), y + y)
+
+
+@tt.op("hardening::compare_tensors")
+def compare_tensors(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    if x != y:  # a tensor in torch: as a branch condition it would be silently True
+        flag_copy(x, 1, True)
+    return out
+
+
+def test_comparing_tensors_in_a_body_is_refused_not_a_python_bool():
+    with pytest.raises(tt.TraceError, match=r"hardening::compare_tensors: .*test_cpu_hardening.py:\d+: arithmetic or "
+                                            r"data access on tensor 'x'"):
+        compare_tensors(torch.randn(4), torch.randn(4))

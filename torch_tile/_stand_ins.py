@@ -183,6 +183,11 @@ class TensorProxy:
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _no_tensor_ops
     __getitem__ = __setitem__ = __bool__ = __float__ = __int__ = __index__ = __matmul__ = _no_tensor_ops
     __iter__ = _no_tensor_ops
+    # Comparing tensors makes a tensor in torch; Python's default identity
+    # comparison would make a bool, and the body would take a branch on it
+    # silently (e.g. `target != ignore_index`).
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_tensor_ops
+    __hash__ = object.__hash__
 
     def __len__(self) -> int:
         return int(self.size(0))
