@@ -5,7 +5,6 @@
 
 #include <optional>
 #include <vector>
-#include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/extension.h>
 
@@ -13,7 +12,6 @@
 #include "../runtime/error.h"
 #include "../torch/error_translation.h"
 #include "../runtime/limits.h"
-#include "../torch/dtype_map.h"
 #include "../torch/native_op.h"
 #include "../torch/written_argument_check.h"
 #include "../runtime/kernel_registry.h"
@@ -81,14 +79,6 @@ void check_written_python_arguments(const std::string& qualname, const py::tuple
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
-}
-
-py::list kernel_dtypes() {
-  py::list dtypes;
-  for (const c10::ScalarType t : kernel_scalar_types()) {
-    dtypes.append(py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(t))));
-  }
-  return dtypes;
 }
 
 std::shared_ptr<NativeOp> op_named(const std::string& qualname) {
@@ -192,7 +182,6 @@ PYBIND11_MODULE(_C, m) {
       }, "Number of compiled variants a kernel has.");
   m.def("check_written_arguments", &check_written_python_arguments, py::arg("qualname"), py::arg("args"),
         "Raises ValueError if a tensor the op writes overlaps itself or partially overlaps another argument.");
-  m.def("kernel_dtypes", &kernel_dtypes, "The torch dtypes a tile kernel can take.");
   m.attr("MAX_SHAPE_RANK") = kMaxShapeRank;
   m.def("param_type_bytes", &param_type_bytes_by_name,
         "Bytes of each kernel parameter type a compile result may name (\"*\": any pointer).");

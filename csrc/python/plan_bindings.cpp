@@ -30,10 +30,11 @@ uint32_t packed_dtype_of(const py::handle& obj) {
   return pack_dtype(dl);
 }
 
-py::object torch_dtype_of(uint32_t packed) {
-  return py::reinterpret_borrow<py::object>(
-      reinterpret_cast<PyObject*>(torch::getTHPDtype(to_scalar_type(unpack_dtype(packed)))));
+py::object torch_dtype_of(c10::ScalarType t) {
+  return py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(t)));
 }
+
+py::object torch_dtype_of(uint32_t packed) { return torch_dtype_of(to_scalar_type(unpack_dtype(packed))); }
 
 // Runs `fn`, turning runtime errors into Python ValueErrors (plan construction).
 template <class Fn>
@@ -92,7 +93,13 @@ void bind_kinds(py::module_& m) {
   kw.attr("VALUE_OTHER") = key_word::kValueOther;
   m.def("packed_dtype", [](py::handle dtype) { return packed_dtype_of(dtype); }, py::arg("dtype"),
         "A torch.dtype as the runtime's packed DLPack dtype (the word a key carries, shifted).");
-  m.def("dtype_of_packed", &torch_dtype_of, py::arg("packed"), "The torch.dtype of a packed DLPack dtype.");
+  m.def("dtype_of_packed", [](uint32_t packed) { return torch_dtype_of(packed); }, py::arg("packed"),
+        "The torch.dtype of a packed DLPack dtype.");
+  m.def("kernel_dtypes", [] {
+        py::list dtypes;
+        for (const c10::ScalarType t : kernel_scalar_types()) dtypes.append(torch_dtype_of(t));
+        return dtypes;
+      }, "The torch dtypes a tile kernel can take.");
 }
 
 void bind_structures(py::module_& m) {
