@@ -27,104 +27,81 @@ using namespace torch_tile;
 
 namespace {
 
-void register_kernel(int64_t id, const std::string& name, const std::string& frontend) {
-  try {
-    kernel_cache_for(id, name, frontend);
-  } catch (const Error& e) {
-    rethrow_as_torch_error(e);
-  }
-}
-
-void register_op(const std::string& qualname, const std::string& schema, const std::vector<int>& arg_kinds,
-                 int num_returns, py::object trace_fn, const std::string& dispatch_key) {
-  std::vector<ArgKind> kinds;
-  for (int k : arg_kinds) kinds.push_back(ArgKind(k));
-  try {
-    auto op = std::make_shared<NativeOp>(qualname, schema, std::move(kinds), num_returns,
-                                       std::make_shared<PythonPlanTracer>(std::move(trace_fn)));
-    register_native_op(std::move(op), dispatch_key);
-  } catch (const Error& e) {
-    rethrow_as_torch_error(e);
-  }
-}
-
-void register_autograd(const std::string& qualname, const std::vector<int>& mutated_args, py::object apply_fn) {
-  try {
-    register_autograd_kernels(qualname, mutated_args, std::make_shared<PythonDifferentiableCall>(std::move(apply_fn)));
-  } catch (const Error& e) {
-    rethrow_as_torch_error(e);
-  }
-}
-
-void set_backward(const std::string& qualname, py::object apply_fn) {
-  try {
-    set_differentiable_call(qualname, std::make_shared<PythonDifferentiableCall>(std::move(apply_fn)));
-  } catch (const Error& e) {
-    rethrow_as_torch_error(e);
-  }
-}
-
-// The Python paths (CPU interpreter, fake) check in-place calls as the CUDA kernel does.
-void check_written_python_arguments(const std::string& qualname, const py::tuple& args) {
-  const std::shared_ptr<NativeOp> op = find_native_op(qualname);
-  if (!op) throw py::value_error("no tile op named " + qualname);
-  if (op->written_args().empty()) return;
-  // Arguments left at their defaults may be absent (they are never tensors).
-  std::vector<c10::IValue> values(op->arg_names().size());
-  for (size_t i = 0; i < args.size() && i < values.size(); ++i) {
-    if (THPVariable_Check(args[i].ptr())) values[i] = THPVariable_Unpack(args[i].ptr());
-  }
-  try {
-    check_written_arguments(qualname, op->arg_names(), op->written_args(), values.data());
-  } catch (const Error& e) {
-    rethrow_as_torch_error(e);
-  }
-}
-
 std::shared_ptr<NativeOp> op_named(const std::string& qualname) {
   std::shared_ptr<NativeOp> op = find_native_op(qualname);
   if (!op) throw py::value_error("no tile op named " + qualname);
   return op;
 }
 
+void register_kernel(int64_t id, const std::string& name, const std::string& frontend) {
+  translating_errors([&] { kernel_cache_for(id, name, frontend); });
+}
+
+void register_op(const std::string& qualname, const std::string& schema, const std::vector<int>& arg_kinds,
+                 int num_returns, py::object trace_fn, const std::string& dispatch_key) {
+  std::vector<ArgKind> kinds;
+  for (int k : arg_kinds) kinds.push_back(ArgKind(k));
+  translating_errors([&] {
+    auto op = std::make_shared<NativeOp>(qualname, schema, std::move(kinds), num_returns,
+                                         std::make_shared<PythonPlanTracer>(std::move(trace_fn)));
+    register_native_op(std::move(op), dispatch_key);
+  });
+}
+
+void register_autograd(const std::string& qualname, const std::vector<int>& mutated_args, py::object apply_fn) {
+  translating_errors([&] {
+    register_autograd_kernels(qualname, mutated_args, std::make_shared<PythonDifferentiableCall>(std::move(apply_fn)));
+  });
+}
+
+void set_backward(const std::string& qualname, py::object apply_fn) {
+  translating_errors([&] {
+    set_differentiable_call(qualname, std::make_shared<PythonDifferentiableCall>(std::move(apply_fn)));
+  });
+}
+
+// The Python paths (CPU interpreter, fake) check in-place calls as the CUDA kernel does.
+void check_written_python_arguments(const std::string& qualname, const py::tuple& args) {
+  const std::shared_ptr<NativeOp> op = op_named(qualname);
+  if (op->written_args().empty()) return;
+  // Arguments left at their defaults may be absent (they are never tensors).
+  std::vector<c10::IValue> values(op->arg_names().size());
+  for (size_t i = 0; i < args.size() && i < values.size(); ++i) {
+    if (THPVariable_Check(args[i].ptr())) values[i] = THPVariable_Unpack(args[i].ptr());
+  }
+  translating_errors([&] { check_written_arguments(qualname, op->arg_names(), op->written_args(), values.data()); });
+}
+
 // `plans`: the op's own (None) or given ones (e.g. traced with TileOp.trace, on any machine).
 py::bytes export_plans(const std::string& qualname, std::optional<std::vector<LaunchPlan>> plans) {
   const std::shared_ptr<NativeOp> op = op_named(qualname);
-  try {
+  return translating_errors([&] {
     OpPlans out = op->export_plans();
     if (plans) out.plans = std::move(*plans);
     return py::bytes(serialize_plans(out));
-  } catch (const Error& e) {
-    rethrow_as_torch_error(e);
-  }
+  });
 }
 
 OpPlans read_plans(const std::string& bytes) {
-  return deserialize_plans(bytes, [](const KernelRef& ref) { return find_kernel_cache(ref.id); });
+  return translating_errors(
+      [&] { return deserialize_plans(bytes, [](const KernelRef& ref) { return find_kernel_cache(ref.id); }); });
 }
 
 py::dict plans_from_bytes(const py::bytes& data) {
-  try {
-    const OpPlans op = read_plans(std::string(data));
-    py::dict d;
-    d["qualname"] = op.qualname;
-    d["schema"] = op.schema;
-    d["arg_kinds"] = op.arg_kinds;
-    d["num_returns"] = op.num_returns;
-    d["plans"] = op.plans;
-    return d;
-  } catch (const Error& e) {
-    rethrow_as_torch_error(e);
-  }
+  const OpPlans op = read_plans(std::string(data));
+  py::dict d;
+  d["qualname"] = op.qualname;
+  d["schema"] = op.schema;
+  d["arg_kinds"] = op.arg_kinds;
+  d["num_returns"] = op.num_returns;
+  d["plans"] = op.plans;
+  return d;
 }
 
 int install_plans(const std::string& qualname, const py::bytes& data) {
   const std::shared_ptr<NativeOp> op = op_named(qualname);
-  try {
-    return op->install_plans(read_plans(std::string(data)));
-  } catch (const Error& e) {
-    rethrow_as_torch_error(e);
-  }
+  const OpPlans plans = read_plans(std::string(data));
+  return translating_errors([&] { return op->install_plans(plans); });
 }
 
 std::vector<LaunchPlan> plans_of(const std::string& qualname) { return op_named(qualname)->export_plans().plans; }

@@ -198,13 +198,7 @@ py::dict bench_phases(const std::string& qualname, const py::tuple& args, int64_
 // Runtime errors reach Python as the matching torch errors.
 template <class R, class... Args>
 auto translating(R (*fn)(Args...)) {
-  return [fn](Args... args) -> R {
-    try {
-      return fn(args...);
-    } catch (const Error& e) {
-      rethrow_as_torch_error(e);
-    }
-  };
+  return [fn](Args... args) -> R { return translating_errors([&] { return fn(args...); }); };
 }
 
 }  // namespace

@@ -8,4 +8,14 @@ namespace torch_tile {
 
 [[noreturn]] void rethrow_as_torch_error(const Error& e);
 
+// Runs `fn`; a runtime Error it throws becomes the matching torch error.
+template <class Fn>
+decltype(auto) translating_errors(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
+
 }  // namespace torch_tile
