@@ -150,7 +150,7 @@ def test_fake_tensors_never_time(timed, monkeypatch):
     assert out.shape == (5000,) and timed.rounds == []
 
 
-def test_config_pre_hook_runs_at_trace_time_and_cannot_touch_tensors():
+def test_config_pre_hook_work_on_tensors_is_an_aten_step_of_the_plan():
     @triton.autotune(configs=[triton.Config({"BLOCK": 64}, pre_hook=lambda args: args["x_ptr"].zero_())],
                      key=["n"])
     @triton.jit
@@ -161,5 +161,16 @@ def test_config_pre_hook_runs_at_trace_time_and_cannot_touch_tensors():
     def hooked(x: torch.Tensor) -> None:
         hooked_kernel[(1,)](x, x.numel())
 
-    with pytest.raises(TraceError, match="pre_hook of autotune config .* can only set launch arguments"):
+    # The hook's zero_() runs before the launch on every call (as Triton runs
+    # it before each launch), so it is a write the op must declare.
+    with pytest.raises(TraceError, match=r"aten::zero_ \(at .*\) writes argument 'x', which the op does not "
+                                         "declare"):
         hooked.trace(torch.randn(8))
+
+    @tt.op(f"{NS}::hooked_declared", mutates_args=["x"])
+    def hooked_declared(x: torch.Tensor) -> None:
+        hooked_kernel[(1,)](x, x.numel())
+
+    plan = hooked_declared.trace(torch.randn(8))
+    assert [(s.name, s.num_outputs) for s in plan.aten_steps] == [("aten::zero_", 0)]
+    assert [s.kind for s in plan.order] == [tt._plan.StepKind.ATEN, tt._plan.StepKind.LAUNCH]

@@ -27,8 +27,13 @@ _SCALAR_TYPES = {
     ArgKind.INT: (int, torch.SymInt),
     ArgKind.FLOAT: (float, int, torch.SymFloat, torch.SymInt),
     ArgKind.BOOL: (bool, torch.SymBool),
+    ArgKind.STRING: (str,),
+    ArgKind.DTYPE: (torch.dtype,),
 }
-_SCALAR_NAMES = {ArgKind.INT: "an int", ArgKind.FLOAT: "a float", ArgKind.BOOL: "a bool"}
+_SCALAR_NAMES = {ArgKind.INT: "an int", ArgKind.FLOAT: "a float", ArgKind.BOOL: "a bool", ArgKind.STRING: "a str",
+                 ArgKind.DTYPE: "a torch.dtype"}
+# An optional kind's present kind (OPTIONAL_INT -> INT), as in csrc/runtime/launch_plan.h's value_kind.
+_FIRST_OPTIONAL = int(ArgKind.OPTIONAL_TENSOR)
 
 
 def _describe(value: Any) -> str:
@@ -45,6 +50,10 @@ def check_call_arguments(op: "TileOp", args: Sequence[Any]) -> None:
     first = None  # (name, device) of the first tensor argument
     for name, kind, value in zip(op.arg_names, op.arg_kinds, args):
         where = f"{op.qualname}: argument '{name}'"
+        if int(kind) >= _FIRST_OPTIONAL:
+            if value is None:
+                continue
+            kind = ArgKind(int(kind) - _FIRST_OPTIONAL)
         if kind != ArgKind.TENSOR:
             if not isinstance(value, _SCALAR_TYPES[kind]) or (kind == ArgKind.INT and isinstance(value, bool)):
                 raise TypeError(f"{where} expected {_SCALAR_NAMES[kind]}, got {_describe(value)}")

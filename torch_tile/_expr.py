@@ -9,6 +9,7 @@ C++ runtime's (``_plan.ExprOp``).
 
 from __future__ import annotations
 
+import struct
 from typing import Callable, Optional
 
 import torch
@@ -149,12 +150,26 @@ class SymbolicInt:
     def __pos__(self):
         return self
 
+    # A float made from a size: its value, guarded (the plan holds for this size).
     def __truediv__(self, o):
-        raise self.sink.error(
-            f"`{self.text} / ...` makes a float; a launch plan holds integer arithmetic only (use //)"
-        )
+        return self.specialize() / (o.specialize() if isinstance(o, SymbolicInt) else o)
 
-    __rtruediv__ = __truediv__
+    def __rtruediv__(self, o):
+        return o / self.specialize()
+
+    def __pow__(self, o):
+        return self.specialize() ** (o.specialize() if isinstance(o, SymbolicInt) else o)
+
+    def __rpow__(self, o):
+        return o ** self.specialize()
+
+    def bit_length(self) -> int:
+        return self.specialize().bit_length()
+
+    def __ceil__(self):
+        return self
+
+    __floor__ = __trunc__ = __round__ = __ceil__
 
     # -- conversions to Python values record guards -------------------------------
     def __lt__(self, o): return self._compare(o, Op.LT)
@@ -236,16 +251,37 @@ def encode_int(value, sink: GuardSink) -> tuple[list[int], str]:
     return [int(Op.CONST), value], str(value)
 
 
+def _str_bytes(words, n: int) -> bytes:
+    return b"".join(int(w).to_bytes(8, "little", signed=True) for w in words)[:n]
+
+
 def evaluate(code, tensors: list, scalars: list):
-    """Evaluates bytecode over ``tensors`` (by slot) and integer ``scalars`` (by
-    argument index). Works on ints and on torch SymInts alike: the fake
-    implementation evaluates a plan's output shapes on SymInts this way."""
+    """Evaluates bytecode over ``tensors`` (by slot) and the arguments
+    ``scalars`` (by argument index: ints, dtypes as ScalarType codes, strs,
+    None). Works on ints and on torch SymInts alike: the fake implementation
+    evaluates a plan's output shapes on SymInts this way. An address reads as
+    0 (aligned): fake tensors have none."""
     stack: list = []
     pc = 0
     while pc < len(code):
         op = Op(code[pc])
         pc += 1
-        if op == Op.CONST:
+        if op == Op.IS_NONE:
+            stack.append(int(scalars[code[pc]] is None))
+            pc += 1
+        elif op == Op.DATA_PTR:
+            stack.append(0)
+            pc += 1
+        elif op == Op.FLOAT_BITS:
+            stack.append(struct.unpack("<q", struct.pack("<d", float(scalars[code[pc]])))[0])
+            pc += 1
+        elif op == Op.STR_EQ:
+            arg, n = code[pc], code[pc + 1]
+            words = code[pc + 2:pc + 2 + (n + 7) // 8]
+            value = scalars[arg]
+            stack.append(int(isinstance(value, str) and value.encode() == _str_bytes(words, n)))
+            pc += 2 + (n + 7) // 8
+        elif op == Op.CONST:
             stack.append(code[pc])
             pc += 1
         elif op in (Op.SIZE, Op.STRIDE):

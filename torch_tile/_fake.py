@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from . import _C
 from ._call_arguments import check_call_arguments
 from ._expr import evaluate
 from ._launch_mode import SkipLaunches, launch_mode
-from ._plan import AllocKind
+from ._plan import AllocKind, AtenArgKind, StepKind
 
 if TYPE_CHECKING:
     from ._op import TileOp
@@ -51,26 +52,85 @@ def _all_hinted(args) -> bool:
     return True
 
 
+def _scalars(args) -> list:
+    """The arguments as plan expressions read them (dtypes as their codes)."""
+    return [_C.enum_code(a) if isinstance(a, torch.dtype) else a for a in args]
+
+
+def _aten_value(arg, tensors: list, args: list, scalars: list, device):
+    """One ATen step argument on this call's (fake) values."""
+    K = AtenArgKind
+    kind = arg.kind
+    ints = [evaluate(e.code, tensors, scalars) for e in arg.ints]
+    if kind == K.NONE:
+        return None
+    if kind == K.TENSOR:
+        return tensors[arg.slots[0]]
+    if kind in (K.TENSOR_LIST, K.OPTIONAL_TENSOR_LIST):
+        return [None if s < 0 else tensors[s] for s in arg.slots]
+    if kind == K.INT:
+        return ints[0]
+    if kind == K.INT_LIST:
+        return ints
+    if kind == K.BOOL:
+        return arg.number != 0
+    if kind == K.STRING:
+        return arg.text
+    if kind == K.DEVICE:
+        return device
+    number = ints[0] if ints else args[arg.slots[0]] if arg.slots else arg.number
+    if kind == K.WRAPPED_SCALAR:
+        return number  # ATen's Python binding wraps a number where a Tensor goes, as in `x * 2`
+    return number  # FLOAT, SCALAR
+
+
+def _aten_overload(step):
+    packet = getattr(getattr(torch.ops, step.name.split("::")[0]), step.name.split("::")[1])
+    return getattr(packet, step.overload or "default")
+
+
 def fake_call(op: "TileOp", args: tuple):
     check_call_arguments(op, args)  # the devices, before the stand-ins below become meta tensors
     if not _all_hinted(args):
         with launch_mode(SkipLaunches()):
-            return op.fn(*args)
+            return op.call_body(args)
     device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
     plan = op.trace(*[_hinted(a) for a in args], device=device)
-    tensors = list(args)  # inputs by argument index, then outputs by slot
+    scalars = _scalars(args)
+    tensors = list(args)  # inputs by argument index, then the tensors the plan makes, by slot
     for guard in plan.shape_guards:
         # Holds for the hints by construction; on SymInts, bool() installs the guard.
-        if not bool(evaluate(guard.code, tensors, args)):
+        if not bool(evaluate(guard.code, tensors, scalars)):
             raise AssertionError(f"{op.qualname}: a traced guard does not hold for the call that traced it")
-    for alloc in plan.allocs:
-        if alloc.kind == AllocKind.EMPTY_LIKE:
-            out = torch.empty_like(tensors[alloc.like_slot], dtype=alloc.dtype)
-        else:
-            shape = [evaluate(e.code, tensors, args) for e in alloc.shape]
-            out = torch.empty(shape, dtype=alloc.dtype, device=device)
-        tensors.append(out)
-    outputs = tuple(tensors[slot] for slot in plan.outputs)
+    for step in plan.order:
+        if step.kind == StepKind.ALLOC:
+            alloc = plan.allocs[step.index]
+            if alloc.kind == AllocKind.EMPTY_LIKE:
+                out = torch.empty_like(tensors[alloc.like_slot], dtype=alloc.dtype)
+            else:
+                shape = [evaluate(e.code, tensors, scalars) for e in alloc.shape]
+                out = torch.empty(shape, dtype=alloc.dtype, device=device)
+            tensors.append(out)
+        elif step.kind == StepKind.VIEW:
+            view = plan.views[step.index]
+            base = tensors[view.base]
+            base = base if base.dtype == view.dtype else base.view(view.dtype)
+            sizes = [evaluate(e.code, tensors, scalars) for e in view.sizes]
+            strides = [evaluate(e.code, tensors, scalars) for e in view.strides]
+            offset = evaluate(view.offset.code, tensors, scalars)
+            tensors.append(base.as_strided(sizes, strides, base.storage_offset() + offset))
+        elif step.kind == StepKind.ATEN:
+            aten = plan.aten_steps[step.index]
+            overload = _aten_overload(aten)
+            values = [_aten_value(a, tensors, list(args), scalars, device) for a in aten.args]
+            keywords = {a.name: v for a, v in zip(overload._schema.arguments, values) if a.kwarg_only}
+            result = overload(*values[:len(values) - len(keywords)], **keywords)
+            if aten.num_outputs:
+                results = result if isinstance(result, (tuple, list)) else (result,)
+                tensors.extend(results[:aten.num_outputs])
+    # An output that is a view of the op's own intermediate is its own tensor to the caller.
+    outputs = tuple(t if t._base is None else torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+                    for t in (tensors[slot] for slot in plan.outputs))
     if op.num_returns == 0:
         return None
     return outputs[0] if op.num_returns == 1 else outputs

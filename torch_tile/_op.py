@@ -20,7 +20,11 @@ from .frontends.triton.writes import ANALYSIS_VERSION, written_parameters
 
 # The argument kind of each schema type a tile op takes (ArgKind is the C++ runtime's).
 _ARG_KINDS = {"Tensor": ArgKind.TENSOR, "int": ArgKind.INT, "SymInt": ArgKind.INT, "float": ArgKind.FLOAT,
-              "bool": ArgKind.BOOL}
+              "bool": ArgKind.BOOL, "str": ArgKind.STRING, "ScalarType": ArgKind.DTYPE,
+              "Optional[Tensor]": ArgKind.OPTIONAL_TENSOR, "Optional[int]": ArgKind.OPTIONAL_INT,
+              "Optional[SymInt]": ArgKind.OPTIONAL_INT, "Optional[float]": ArgKind.OPTIONAL_FLOAT,
+              "Optional[bool]": ArgKind.OPTIONAL_BOOL, "Optional[str]": ArgKind.OPTIONAL_STRING,
+              "Optional[ScalarType]": ArgKind.OPTIONAL_DTYPE}
 
 
 class TileOp:
@@ -61,12 +65,15 @@ class TileOp:
         kinds = []
         for a in parsed.arguments:
             kind = _ARG_KINDS.get(str(a.real_type))  # real_type: ScalarType/Layout are "int" in a.type
-            if kind is None or a.kwarg_only:
+            if kind is None:
                 raise TypeError(
-                    f"torch_tile.op {qualname}: argument '{a.name}' has type {a.real_type}"
-                    f"{' (keyword-only)' if a.kwarg_only else ''}; supported: positional Tensor, int, float, bool"
+                    f"torch_tile.op {qualname}: argument '{a.name}' has type {a.real_type}; supported: Tensor, int, "
+                    "float, bool, str, torch.dtype and Optional of each"
                 )
             kinds.append(kind)
+        self.kwarg_only = [a.name for a in parsed.arguments if a.kwarg_only]
+        # Schema defaults, for Python kernels torch calls without them.
+        self._defaults = [(a.name, _python_default(a, k)) for a, k in zip(parsed.arguments, kinds)]
         self.arg_kinds = kinds  # checked per call on the Python paths
         for r in parsed.returns:
             if str(r.type) != "Tensor":
@@ -141,11 +148,12 @@ class TileOp:
             self._written[config] = written
         return self._written[config]
 
-    def trace(self, *args, device: Optional[torch.device] = None) -> _C.LaunchPlan:
+    def trace(self, *args, device: Optional[torch.device] = None, **kwargs) -> _C.LaunchPlan:
         """The launch plan for these arguments (what the C++ runtime receives;
         see ``torch_tile._plan``); ``device`` overrides the device the body sees
-        (default: the tensors')."""
-        return Tracer(self, args, device).run()
+        (default: the tensors'). Arguments as for calling the op (defaults
+        filled in, keyword-only ones by name)."""
+        return Tracer(self, self._arguments(args, kwargs), device).run()
 
     def plans(self) -> list:
         """Copies of the launch plans the native path has (one per traced case)."""
@@ -169,20 +177,45 @@ class TileOp:
         again (compiled variants stay cached)."""
         _C.clear_plans(self.qualname)
 
-    # Called by C++ (GIL held) when no plan matches.
+    def call_body(self, values) -> object:
+        """Runs ``fn`` on one value per schema argument (keyword-only ones by name)."""
+        n = len(values) - len(self.kwarg_only)
+        return self.fn(*values[:n], **dict(zip(self.kwarg_only, values[n:])))
+
+    def _arguments(self, args: tuple, kwargs: dict) -> tuple:
+        """A Python kernel's arguments in schema order, defaults filled in
+        (torch passes keyword-only ones by name and may leave defaults out)."""
+        return (*args, *(kwargs.get(name, default) for name, default in self._defaults[len(args):]))
+
+    # Called by C++ (GIL held) when no plan matches; the dispatcher's stack
+    # carries a dtype as its ScalarType code.
     def _trace(self, args: tuple) -> _C.LaunchPlan:
+        args = tuple(_C.dtype_of_code(a) if k in _DTYPE_KINDS and isinstance(a, int) else a
+                     for a, k in zip(args, self.arg_kinds))
         return Tracer(self, args).run()
 
-    def _fake(self, *args):
-        return fake_call(self, args)
+    def _fake(self, *args, **kwargs):
+        return fake_call(self, self._arguments(args, kwargs))
 
-    def _interpret(self, *args):
+    def _interpret(self, *args, **kwargs):
         # Trace too (cheap next to the interpreter), so that a body the CUDA
         # path cannot take fails here with the same TraceError (the tracer
         # checks the arguments as the CUDA kernel does).
+        args = self._arguments(args, kwargs)
         Tracer(self, args).run()
         with launch_mode(InterpretLaunches()):
-            return self.fn(*args)
+            return self.call_body(args)
+
+
+_DTYPE_KINDS = (ArgKind.DTYPE, ArgKind.OPTIONAL_DTYPE)
+
+
+def _python_default(arg, kind) -> object:
+    """A schema argument's default as the body sees it (a dtype's is a ScalarType code in the schema)."""
+    value = arg.default_value if arg.has_default_value() else None
+    if kind in _DTYPE_KINDS and isinstance(value, int):
+        return _C.dtype_of_code(value)
+    return value
 
 
 def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Optional[Callable]) -> Callable:

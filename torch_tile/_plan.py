@@ -12,6 +12,8 @@ ExprOp = _C.ExprOp
 BindingKind = _C.BindingKind
 AllocKind = _C.AllocKind
 ArgKind = _C.ArgKind
+StepKind = _C.StepKind
+AtenArgKind = _C.AtenArgKind
 key_word = _C.key_word
 
 Expr = _C.Expr
@@ -20,6 +22,10 @@ AllocStep = _C.AllocStep
 DescriptorBinding = _C.DescriptorBinding
 Binding = _C.Binding
 LaunchStep = _C.LaunchStep
+ViewStep = _C.ViewStep
+AtenArg = _C.AtenArg
+AtenStep = _C.AtenStep
+PlanStep = _C.PlanStep
 LaunchPlan = _C.LaunchPlan
 
 
@@ -29,5 +35,6 @@ def expr(encoded: tuple) -> Expr:
     return Expr([int(c) for c in code], text)
 
 
-__all__ = ["ExprOp", "BindingKind", "AllocKind", "ArgKind", "key_word", "Expr", "TensorGuard", "AllocStep",
-           "DescriptorBinding", "Binding", "LaunchStep", "LaunchPlan", "expr"]
+__all__ = ["ExprOp", "BindingKind", "AllocKind", "ArgKind", "StepKind", "AtenArgKind", "key_word", "Expr",
+           "TensorGuard", "AllocStep", "DescriptorBinding", "Binding", "LaunchStep", "ViewStep", "AtenArg", "AtenStep",
+           "PlanStep", "LaunchPlan", "expr"]

@@ -5,6 +5,7 @@ record what the body does with it."""
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Optional
 
 import torch
@@ -15,27 +16,68 @@ from ._trace_state import current_tracer
 
 
 class SymbolicFloat:
-    """A float argument: passed to kernels as is; no arithmetic in the plan."""
+    """A float argument: passed to kernels (and ATen steps) as is, read per
+    call. Any other use (host arithmetic, a tl.constexpr, a comparison) reads
+    its value and guards on it, as Dynamo does with a specialised float: the
+    plan then holds for calls with that same value."""
 
     __slots__ = ("arg", "name", "value", "tracer")
 
     def __init__(self, arg: int, name: str, value: float, tracer: Any):
         self.arg, self.name, self.value, self.tracer = arg, name, value, tracer
 
-    def _refuse(self, *_args, **_kwargs):
-        raise self.tracer.error(
-            f"float argument '{self.name}' is used in host arithmetic or converted; a launch plan can only "
-            "pass float arguments to kernels unchanged (do the arithmetic inside the kernel)"
-        )
+    def specialize(self) -> float:
+        bits = struct.unpack("<q", struct.pack("<d", self.value))[0]
+        self.tracer.add_guard((Op.FLOAT_BITS, self.arg, Op.CONST, bits, Op.EQ), f"{self.name} == {self.value!r}")
+        return self.value
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __floordiv__ = __pow__ = __neg__ = _refuse
-    __float__ = __int__ = __bool__ = __lt__ = __gt__ = __le__ = __ge__ = _refuse
-    __eq__ = __ne__ = _refuse
-    __hash__ = None  # type: ignore[assignment]
+    def __float__(self) -> float:
+        return self.specialize()
 
     def __repr__(self) -> str:
         return f"SymbolicFloat({self.name} = {self.value})"
+
+
+def _specialized(name: str):
+    def method(self, *args):
+        return getattr(self.specialize(), name)(*(concrete_float(a) for a in args))
+    method.__name__ = name
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__",
+              "__abs__", "__int__", "__bool__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__round__",
+              "__trunc__", "__floor__", "__ceil__", "is_integer", "hex", "as_integer_ratio"):
+    setattr(SymbolicFloat, _name, _specialized(_name))
+SymbolicFloat.__hash__ = lambda self: hash(self.specialize())
+
+
+def concrete_float(value: Any) -> Any:
+    """A SymbolicFloat's value, guarded; anything else unchanged."""
+    return value.specialize() if isinstance(value, SymbolicFloat) else value
+
+
+class SymbolicAddress(SymbolicInt):
+    """``x.data_ptr()`` of an argument: good for alignment checks only
+    (``% n`` and ``& mask``, then a comparison, make an alignment guard)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *_args, **_kwargs):
+        raise self.sink.error(f"`{self.text}` is an address: a launch plan can only check its alignment "
+                              "(`% 16 == 0`, `& 15 == 0`); pass the tensor itself to kernels")
+
+    def __mod__(self, o):
+        return SymbolicInt(self.code, self.text, self.value, self.sink) % o
+
+    def __and__(self, o):
+        return SymbolicInt(self.code, self.text, self.value, self.sink) & o
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __floordiv__ = __rmod__ = _refuse
+    __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __lshift__ = __rshift__ = __neg__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __bool__ = __index__ = __int__ = __float__ = _refuse
+    __hash__ = None  # type: ignore[assignment]
 
 
 def concrete(value: Any) -> Any:
@@ -89,15 +131,29 @@ class TensorMeta:
 
 
 class TensorProxy:
-    """Stands in for a tensor while tracing: metadata is symbolic, data is absent."""
+    """Stands in for a tensor while tracing: metadata is symbolic, data is absent.
 
-    def __init__(self, tracer: Any, slot: int, name: str, meta: TensorMeta):
+    It answers every metadata question as a tensor does (``isinstance(x,
+    torch.Tensor)`` included); anything else a body does with it (views,
+    ``.contiguous()``, arithmetic, ``torch.*`` functions) goes to the tracer,
+    which records it as a plan step (``_aten_record``)."""
+
+    def __init__(self, tracer: Any, slot: int, name: str, meta: TensorMeta,
+                 sizes: Optional[list] = None, strides: Optional[list] = None):
         self._tracer = tracer
         self._slot = slot
         self._name = name
         self._meta = meta
+        # Symbolic sizes and strides of a tensor the body made (expressions
+        # over the arguments); None: read the slot itself.
+        self._sizes = sizes
+        self._strides = strides
 
     # -- metadata ---------------------------------------------------------------------
+    @property
+    def __class__(self):  # isinstance(x, torch.Tensor), as for the tensor it stands for
+        return torch.Tensor
+
     def _dim(self, dim: int) -> int:
         dim = int(dim)
         n = self._meta.dim()
@@ -107,14 +163,18 @@ class TensorProxy:
 
     def size(self, dim: Optional[int] = None):
         if dim is None:
-            return tuple(self.size(d) for d in range(self._meta.dim()))
+            return tuple(self.size(d) for d in range(self._meta.dim()))  # not torch.Size: it would read each as int
         d = self._dim(dim)
+        if self._sizes is not None:
+            return self._sizes[d]
         return SymbolicInt((Op.SIZE, self._slot, d), f"{self._name}.size({d})", self._meta.sizes[d], self._tracer)
 
     def stride(self, dim: Optional[int] = None):
         if dim is None:
             return tuple(self.stride(d) for d in range(self._meta.dim()))
         d = self._dim(dim)
+        if self._strides is not None:
+            return self._strides[d]
         return SymbolicInt((Op.STRIDE, self._slot, d), f"{self._name}.stride({d})", self._meta.strides[d], self._tracer)
 
     @property
@@ -122,12 +182,20 @@ class TensorProxy:
         return self.size()
 
     def numel(self):
+        if self._sizes is not None:
+            n = 1
+            for s in self._sizes:
+                n = n * s
+            return n
         return SymbolicInt((Op.NUMEL, self._slot), f"{self._name}.numel()", self._meta.numel(), self._tracer)
+
+    nelement = numel
 
     def dim(self) -> int:
         return self._meta.dim()  # constant: every plan guards the rank
 
     ndim = property(dim)
+    ndimension = dim
 
     @property
     def dtype(self) -> torch.dtype:
@@ -137,14 +205,55 @@ class TensorProxy:
     def device(self) -> torch.device:
         return self._tracer.device
 
+    def get_device(self) -> int:
+        device = self._tracer.device
+        return device.index if device.type == "cuda" and device.index is not None else -1
+
     @property
     def is_cuda(self) -> bool:
         return self._tracer.device.type == "cuda"
 
+    @property
+    def is_cpu(self) -> bool:
+        return self._tracer.device.type == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        return self._tracer.device.type == "meta"
+
+    layout = torch.strided
+    is_sparse = False
+    is_quantized = False
+    is_nested = False
+    is_mkldnn = False
+    requires_grad = False  # the native path runs below autograd
+    grad = None
+    grad_fn = None
+    is_leaf = True
+
     def element_size(self) -> int:
         return self._meta.dtype.itemsize
 
-    def is_contiguous(self) -> bool:
+    itemsize = property(element_size)
+
+    def is_floating_point(self) -> bool:
+        return self._meta.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self._meta.dtype.is_complex
+
+    def is_signed(self) -> bool:
+        return self._meta.dtype.is_signed
+
+    def type(self, dtype=None, **kwargs):
+        if dtype is None:
+            return {"cuda": "torch.cuda."}.get(self._tracer.device.type, "torch.") + \
+                str(self._meta.dtype).replace("torch.", "").capitalize() + "Tensor"
+        return self._tracer.tensor_method("type", self, (dtype,), kwargs)
+
+    def is_contiguous(self, memory_format=torch.contiguous_format) -> bool:
+        if memory_format != torch.contiguous_format:
+            return self._tracer.tensor_method("is_contiguous", self, (memory_format,), {})
         expected = 1
         for d in reversed(range(self._meta.dim())):
             size = self.size(d)
@@ -154,46 +263,34 @@ class TensorProxy:
                 expected = size * expected
         return True
 
-    def new_empty(self, *size, dtype=None, device=None, **kwargs):
-        with torch._C.DisableTorchFunction():  # the tracer's own torch calls are not the body's
-            return self._tracer.factory(torch.Tensor.new_empty, (self, *size), dict(kwargs, dtype=dtype, device=device))
-
-    def new_zeros(self, *size, dtype=None, device=None, **kwargs):
-        with torch._C.DisableTorchFunction():
-            return self._tracer.factory(torch.Tensor.new_zeros, (self, *size), dict(kwargs, dtype=dtype, device=device))
-
-    # -- what a plan cannot hold -----------------------------------------------------------
     def data_ptr(self):
-        raise self._tracer.error(
-            f"'{self._name}.data_ptr()' reads an address; pass the tensor itself to the kernel"
-        )
+        """The address, for alignment checks only (``x.data_ptr() % 16 == 0``
+        becomes an alignment guard, as Triton's own specialization is)."""
+        return self._tracer.data_ptr(self)
 
     def __getattr__(self, attr: str):
-        raise self._tracer.error(
-            f"'{self._name}.{attr}' is not available in an op body: a launch plan holds sizes, strides, "
-            "dtypes, allocations (empty/zeros[_like], new_empty/new_zeros) and kernel launches"
-        )
+        # Tensor methods and properties not answered above: recorded by the tracer.
+        if attr.startswith("_") or not hasattr(torch.Tensor, attr):
+            raise AttributeError(f"'Tensor' object (the stand-in for '{self._name}') has no attribute '{attr}'")
+        member = getattr(torch.Tensor, attr)
+        if callable(member):
+            return lambda *args, **kwargs: self._tracer.tensor_method(attr, self, args, kwargs)
+        return self._tracer.tensor_property(attr, self)
 
-    def _no_tensor_ops(self, *_args, **_kwargs):
-        raise self._tracer.error(
-            f"arithmetic or data access on tensor '{self._name}' cannot be part of a launch plan: "
-            "do it inside a kernel, or outside the op"
-        )
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _no_tensor_ops
-    __getitem__ = __setitem__ = __bool__ = __float__ = __int__ = __index__ = __matmul__ = _no_tensor_ops
-    __iter__ = _no_tensor_ops
-    # Comparing tensors makes a tensor in torch; Python's default identity
-    # comparison would make a bool, and the body would take a branch on it
-    # silently (e.g. `target != ignore_index`).
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_tensor_ops
-    __hash__ = object.__hash__
+    def __bool__(self):
+        raise self._tracer.error(f"`bool({self._name})` reads the tensor's data, which a launch plan cannot hold "
+                                 "(its value is only known on the GPU)")
 
     def __len__(self) -> int:
         return int(self.size(0))
 
+    def __iter__(self):
+        return iter([self[i] for i in range(len(self))])
+
     def __repr__(self) -> str:
         return f"TensorProxy({self._name}: {self._meta.sizes}, {self._meta.dtype}, slot {self._slot})"
+
+    __hash__ = object.__hash__
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -201,3 +298,20 @@ class TensorProxy:
         if tracer is None:
             raise TraceError("a torch_tile TensorProxy escaped its op body")
         return tracer.torch_function(func, args, kwargs or {})
+
+
+def _operator(name: str):
+    def method(self, *args):
+        return self._tracer.tensor_method(name, self, args, {})
+    method.__name__ = name
+    return method
+
+
+# Python operators go to torch.Tensor's own (a comparison makes a tensor, as in torch).
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__",
+              "__rmatmul__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__",
+              "__rshift__", "__neg__", "__pos__", "__abs__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__",
+              "__gt__", "__ge__", "__getitem__", "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+              "__float__", "__int__", "__index__"):
+    setattr(TensorProxy, _name, _operator(_name))

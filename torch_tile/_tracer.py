@@ -20,7 +20,8 @@ from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from triton.runtime.autotuner import Autotuner
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import _C, _descriptors, _expr, _plan, _stand_ins
+from . import _C, _aten_record, _descriptors, _expr, _plan, _stand_ins, _symbolic_shapes
+from ._aten_record import AtenRecorder
 from ._call_arguments import KERNEL_DTYPES, check_call_arguments
 from ._errors import TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
@@ -46,7 +47,7 @@ _FACTORIES = {
 
 
 # Frames of torch_tile itself, skipped when finding the body instruction that made a guard.
-_OWN_FILES = (_expr.__file__, _stand_ins.__file__, __file__)
+_OWN_FILES = (_expr.__file__, _stand_ins.__file__, _aten_record.__file__, _symbolic_shapes.__file__, __file__)
 
 
 def _calling_instruction() -> tuple[int, int]:
@@ -121,7 +122,15 @@ class Tracer(GuardSink, LaunchMode):
         self._parse_candidates: list[tuple[tuple[int, ...], SymbolicInt, tuple[int, int]]] = []
         self.tensor_guards: list[tuple[int, torch.dtype, int]] = []
         self.allocs: list[_plan.AllocStep] = []
+        self.views: list[_plan.ViewStep] = []
+        self.aten_steps: list[_plan.AtenStep] = []
         self.launches: list[_plan.LaunchStep] = []
+        self.order: list[_plan.PlanStep] = []
+        self.num_made = 0  # tensors the plan makes: they take the slots after the arguments
+        self._view_base: dict[int, int] = {}  # view slot -> base slot
+        self._alloc_dims: dict[int, tuple[list, list]] = {}  # allocation slot -> symbolic (sizes, strides)
+        self._aten_writes: list[tuple[int, str]] = []  # (slot, operator) an in-place ATen step writes
+        self._aten: Optional[AtenRecorder] = None  # made on the body's first ATen call
         self._writes: list[tuple[Any, _plan.LaunchStep, dict]] = []  # (kernel, step, bound arguments) per launch
         self.device: Optional[torch.device] = None
         check_call_arguments(op, args)
@@ -134,6 +143,22 @@ class Tracer(GuardSink, LaunchMode):
     # -- stand-ins ------------------------------------------------------------------------------
     def _stand_in(self, i: int, value: Any):
         name = self.op.arg_names[i]
+        kind = self.op.arg_kinds[i]
+        if kind >= _plan.ArgKind.OPTIONAL_TENSOR:  # which optional arguments are None selects the plan
+            if value is None:
+                self.add_guard((Op.IS_NONE, i), f"{name} is None")
+                return None
+            self.add_guard((Op.IS_NONE, i, Op.NOT), f"{name} is not None")
+        if isinstance(value, str):  # a mode string: the plan holds for this value
+            data = value.encode()
+            words = [int.from_bytes(data[k:k + 8].ljust(8, b"\0"), "little", signed=True)
+                     for k in range(0, len(data), 8)]
+            self.add_guard((Op.STR_EQ, i, len(data), *words), f"{name} == {value!r}")
+            return value
+        if isinstance(value, torch.dtype):
+            code = _C.enum_code(value)
+            self.add_guard((Op.SCALAR, i, Op.CONST, code, Op.EQ), f"{name} == {value}")
+            return value
         if isinstance(value, torch.Tensor):
             if self.device is None:
                 self.device = value.device
@@ -155,7 +180,7 @@ class Tracer(GuardSink, LaunchMode):
         if code in self.guards:
             return
         self.guards[code] = text
-        self._allocs_before[code] = len(self.allocs)
+        self._allocs_before[code] = self.num_made
         if origin is not None:
             self._parse_candidates.append((code, origin, _calling_instruction()))
         else:
@@ -191,13 +216,127 @@ class Tracer(GuardSink, LaunchMode):
             raise self.error(f"allocation on {device}, but the op's tensors are on {self.device}")
 
     def torch_function(self, func, args: tuple, kwargs: dict):
-        if func not in _FACTORIES:
-            raise self.error(
-                f"torch function `{getattr(func, '__name__', func)}` cannot be part of a launch plan: only "
-                "allocations (empty, zeros, empty_like, zeros_like, new_empty, new_zeros) and Triton launches "
-                "are recorded; compute in a kernel, or outside the op"
-            )
-        return self.factory(func, args, kwargs)
+        if func in _FACTORIES:
+            return self.factory(func, args, kwargs)
+        # Anything else torch does to tensors: views and ATen steps (_aten_record.py).
+        self._drop_parse_guards(a for a in (*args, *kwargs.values()))
+        self._parse_candidates.clear()
+        return self.aten.call(func, args, kwargs, f"`{getattr(func, '__name__', func)}`")
+
+    def tensor_method(self, name: str, proxy: TensorProxy, args: tuple, kwargs: dict):
+        return self.torch_function(getattr(torch.Tensor, name), (proxy, *args), kwargs)
+
+    def tensor_property(self, name: str, proxy: TensorProxy):
+        return self.aten.call(lambda t: getattr(t, name), (proxy,), {}, f"`{proxy._name}.{name}`")
+
+    @property
+    def aten(self) -> AtenRecorder:
+        if self._aten is None:
+            self._aten = AtenRecorder(self)
+        return self._aten
+
+    # -- what views and ATen steps need ------------------------------------------------------
+    def _made(self, kind, index: int) -> int:
+        """Appends a step to the order; returns the first slot it makes."""
+        self.order.append(_plan.PlanStep(kind, index))
+        return self.num_args + self.num_made
+
+    def resolve_atom(self, atom: tuple[int, ...]):
+        """The value behind a plan atom for torch's ShapeEnv: an argument's
+        size, stride or value (an int), or, for a tensor the plan made, its
+        symbolic size or stride over the arguments."""
+        op, slot = Op(atom[0]), atom[1]
+        if op == Op.SCALAR:
+            return concrete(self.stand_ins[slot]) if slot < self.num_args else 0
+        if slot < self.num_args:
+            proxy = self.stand_ins[slot]
+            return (proxy._meta.sizes if op == Op.SIZE else proxy._meta.strides)[atom[2]]
+        sizes, strides = self._alloc_dims_of(slot)
+        value = (sizes if op == Op.SIZE else strides)[atom[2]]
+        return value if isinstance(value, SymbolicInt) else int(value)
+
+    def atom_name(self, atom: tuple[int, ...]) -> str:
+        op, slot = Op(atom[0]), atom[1]
+        name = self.op.arg_names[slot] if slot < self.num_args else f"out{slot - self.num_args}"
+        if op == Op.SCALAR:
+            return name
+        return f"{name}.{'size' if op == Op.SIZE else 'stride'}({atom[2]})"
+
+    def _alloc_dims_of(self, slot: int) -> tuple[list, list]:
+        if slot not in self._alloc_dims:
+            raise self.error(f"tensor slot {slot} has no symbolic sizes")
+        dims = self._alloc_dims[slot]
+        if callable(dims):  # empty_like: decided when first needed
+            dims = self._alloc_dims[slot] = dims()
+        return dims
+
+    def shadow_dims_of_slot(self, slot: int) -> tuple[list, list]:
+        if slot < self.num_args:
+            return self.shadow_dims(self.stand_ins[slot])
+        return self._alloc_dims_of(slot)
+
+    def shadow_dims(self, proxy: TensorProxy) -> tuple[list, list]:
+        """Sizes and strides of a stand-in over the arguments only (what its
+        shadow FakeTensor gets)."""
+        if proxy._slot >= self.num_args and proxy._slot in self._alloc_dims:
+            return self._alloc_dims_of(proxy._slot)
+        if proxy._sizes is not None:
+            return proxy._sizes, proxy._strides
+        if proxy._slot < self.num_args:
+            return self._argument_dims(proxy)
+        return self._alloc_dims_of(proxy._slot)
+
+    def _argument_dims(self, proxy: TensorProxy) -> tuple[list, list]:
+        """An argument's strides as torch.compile sees them: where a stride is
+        what a dense layout (in this call's stride order) makes of the sizes,
+        it is that expression, guarded; any other is this call's value, guarded.
+        ATen then decides views and contiguity from sizes alone."""
+        sizes, strides, m = list(proxy.size()), list(proxy.stride()), proxy._meta
+        out: list = [None] * len(sizes)
+        expected = 1
+        for d in sorted(range(len(sizes)), key=lambda d: (m.strides[d], m.sizes[d])):
+            out[d] = expected if strides[d] == expected else strides[d].specialize()
+            expected = _expr.sym_max(sizes[d], 1) * out[d]
+        return sizes, out
+
+    def check_dtype(self, dtype, what: str) -> None:
+        if dtype not in KERNEL_DTYPES:
+            raise self.error(f"{what} makes a tensor of dtype {dtype}; tile ops take {sorted(map(str, KERNEL_DTYPES))}")
+
+    def add_view(self, base: TensorProxy, meta: TensorMeta, sizes: list, strides: list, offset) -> TensorProxy:
+        enc = [_plan.expr(_expr.encode_int(v, self)) for v in (*sizes, *strides, offset)]
+        n = len(sizes)
+        self.views.append(_plan.ViewStep(base._slot, enc[:n], enc[n:2 * n], enc[2 * n], meta.dtype))
+        slot = self._made(_plan.StepKind.VIEW, len(self.views) - 1)
+        self.num_made += 1
+        self._view_base[slot] = base._slot
+        return TensorProxy(self, slot, f"{base._name}_view{slot}", meta, sizes, strides)
+
+    def add_aten_step(self, step, metas: list, written_slots: Optional[list] = None) -> list:
+        self.aten_steps.append(step)
+        first = self._made(_plan.StepKind.ATEN, len(self.aten_steps) - 1)
+        self.num_made += len(metas)
+        for slot in written_slots or []:
+            self._aten_writes.append((slot, f"{step.name} (at {step.site})"))
+        return [TensorProxy(self, first + k, f"{step.name.split('::')[-1]}{first + k}", meta, sizes, strides)
+                for k, (meta, sizes, strides) in enumerate(metas)]
+
+    def root_slot(self, slot: int) -> int:
+        """The slot whose memory a view reads (the slot itself for others)."""
+        while slot in self._view_base:
+            slot = self._view_base[slot]
+        return slot
+
+    def data_ptr(self, proxy: TensorProxy):
+        if proxy._slot >= self.num_args or proxy._sizes is not None:
+            raise self.error(f"`{proxy._name}.data_ptr()`: only an argument's address can be read (for alignment "
+                             "checks, as `x.data_ptr() % 16 == 0`)")
+        arg = self._args[proxy._slot]
+        try:
+            address = int(arg.data_ptr())
+        except Exception:  # fake and meta tensors have no data: read as aligned
+            address = 0
+        return _stand_ins.SymbolicAddress((Op.DATA_PTR, proxy._slot), f"{proxy._name}.data_ptr()", address, self)
 
     def factory(self, func, args: tuple, kwargs: dict) -> TensorProxy:
         name, zero = _FACTORIES[func]
@@ -236,9 +375,10 @@ class Tracer(GuardSink, LaunchMode):
         if dtype not in KERNEL_DTYPES:
             raise self.error(f"allocation of dtype {dtype}: tile kernels take {sorted(map(str, KERNEL_DTYPES))}")
 
-    def _new_output(self, meta: TensorMeta) -> TensorProxy:
-        slot = self.num_args + len(self.allocs) - 1
-        return TensorProxy(self, slot, f"out{len(self.allocs) - 1}", meta)
+    def _new_output(self, meta: TensorMeta, sizes: list, strides: Optional[list] = None) -> TensorProxy:
+        slot = self._made(_plan.StepKind.ALLOC, len(self.allocs) - 1)
+        self.num_made += 1
+        return TensorProxy(self, slot, f"out{len(self.allocs) - 1}", meta, sizes, strides)
 
     def _alloc(self, size: list, dtype: torch.dtype, zero: bool) -> TensorProxy:
         self._check_dtype(dtype)
@@ -256,7 +396,14 @@ class Tracer(GuardSink, LaunchMode):
         if 0 not in values and math.prod(values) * dtype.itemsize > _expr.INT64_MAX:
             raise self.error(f"allocation of shape {values} and dtype {dtype} would need more than 2^63 bytes")
         self.allocs.append(_plan.AllocStep(_plan.AllocKind.EMPTY, [_plan.expr(s) for s in shape], -1, dtype, zero))
-        return self._new_output(TensorMeta(values, contiguous_strides(values), dtype))
+        strides, expected = [], 1
+        for s in reversed(size):
+            strides.append(expected)
+            expected = _expr.sym_max(s, 1) * expected
+        # Sizes over the arguments, so that a branch on them is a guard the plan can check before it runs.
+        proxy = self._new_output(TensorMeta(values, contiguous_strides(values), dtype), list(size), strides[::-1])
+        self._alloc_dims[proxy._slot] = (list(size), strides[::-1])
+        return proxy
 
     def _alloc_like(self, src, dtype: torch.dtype, zero: bool) -> TensorProxy:
         if not isinstance(src, TensorProxy):
@@ -267,7 +414,35 @@ class Tracer(GuardSink, LaunchMode):
         m = src._meta
         # Same rule as the C++ allocator: keep a dense source's strides, else contiguous.
         dense = is_non_overlapping_and_dense(m.sizes, m.strides)
-        return self._new_output(TensorMeta(m.sizes, m.strides if dense else contiguous_strides(m.sizes), dtype))
+        proxy = self._new_output(TensorMeta(m.sizes, m.strides if dense else contiguous_strides(m.sizes), dtype),
+                                 list(src.size()))
+        self._alloc_dims[proxy._slot] = lambda: self._like_dims(src)
+        return proxy
+
+    def _like_dims(self, src: TensorProxy) -> tuple[list, list]:
+        """Symbolic sizes and strides of empty_like(src), for shadows only (so
+        plans that never need them carry no guard): a contiguous source's
+        layout is contiguous; any other is specialised to this call's."""
+        sizes, strides = self.shadow_dims(src)
+        expected, contiguous = 1, True
+        for size, stride in reversed(list(zip(sizes, strides))):
+            if size != 1:
+                if stride != expected:
+                    contiguous = False
+                    break
+                expected = size * expected
+        if contiguous:
+            out, expected = [], 1
+            for size in reversed(sizes):
+                out.append(expected)
+                expected = _expr.sym_max(size, 1) * expected
+            return list(sizes), out[::-1]
+        m = src._meta
+        for v in (*sizes, *strides):
+            if isinstance(v, SymbolicInt):
+                v.specialize()
+        dense = is_non_overlapping_and_dense(m.sizes, m.strides)
+        return list(m.sizes), list(m.strides if dense else contiguous_strides(m.sizes))
 
     # -- launches --------------------------------------------------------------------------------------
     def launch(self, kernel, grid, args, kwargs):
@@ -276,6 +451,7 @@ class Tracer(GuardSink, LaunchMode):
             kernel, kwargs = self._autotuned(kernel, grid, args, kwargs)
         step, arguments = record_launch(self, kernel, grid, args, kwargs)
         self.launches.append(step)
+        self._made(_plan.StepKind.LAUNCH, len(self.launches) - 1)
         self._writes.append((kernel, step, arguments))
         return None
 
@@ -335,31 +511,34 @@ class Tracer(GuardSink, LaunchMode):
         # handling disabled, which would hide the stand-ins' own handler.
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
                 _SymbolicTritonHelpers():
-            result = self.op.fn(*self.stand_ins)
+            result = self.op.call_body(self.stand_ins)
         return self._finish(result)
 
     def _check_mutations(self) -> None:
         """The op's declared mutates_args must be exactly the inputs its kernels write."""
         written: dict[int, str] = {}  # input argument -> "kernel(parameter)" writing it
+        for slot, operator in self._aten_writes:
+            if self.root_slot(slot) < self.num_args:
+                written.setdefault(self.root_slot(slot), operator)
         for kernel, step, arguments in self._writes:
             params = self.op.written_parameters(kernel, step.config, arguments)
             if params is None:
                 return  # not analysable: trust the declaration
             for name in params:
                 value = _descriptors.tensor_of(arguments[name])  # a descriptor store writes its base
-                if isinstance(value, TensorProxy) and value._slot < self.num_args:
-                    written.setdefault(value._slot, f"{kernel.fn.__name__}({name})")
+                if isinstance(value, TensorProxy) and self.root_slot(value._slot) < self.num_args:
+                    written.setdefault(self.root_slot(value._slot), f"kernel {kernel.fn.__name__}({name})")
         declared = set(self.op.mutated_args)
         names = self.op.arg_names
         undeclared = sorted(set(written) - declared)
         if undeclared:
             raise TraceError(
-                f"{self.op.qualname}: kernel {written[undeclared[0]]} writes argument '{names[undeclared[0]]}', "
+                f"{self.op.qualname}: {written[undeclared[0]]} writes argument '{names[undeclared[0]]}', "
                 f"which the op does not declare: add it to mutates_args (declared: "
                 f"{[names[i] for i in sorted(declared)] or 'none'})"
             )
         unwritten = sorted(declared - set(written))
-        if unwritten and self._writes:
+        if unwritten and (self._writes or self._aten_writes):
             raise TraceError(
                 f"{self.op.qualname}: mutates_args declares '{names[unwritten[0]]}', but no kernel the body "
                 "launches writes it: remove it from mutates_args"
@@ -376,10 +555,12 @@ class Tracer(GuardSink, LaunchMode):
         for r in results:
             if not isinstance(r, TensorProxy):
                 raise TraceError(f"{self.op.qualname}: the body must return tensors it allocated, got {r!r}")
-            if r._slot < self.num_args:
+            if self.root_slot(r._slot) < self.num_args:
+                what = "its input" if r._slot < self.num_args else "a view of its input"
                 raise self.error(
-                    f"the body returns its input '{r._name}'; ops may not return an alias of an input: return a "
-                    "new tensor, or declare the mutation with mutates_args and return nothing"
+                    f"the body returns {what} '{self.stand_ins[self.root_slot(r._slot)]._name}'; as with "
+                    "torch.library, ops may not return an alias of an input: return a new tensor (e.g. "
+                    "`.clone()`), or declare the mutation with mutates_args and return nothing"
                 )
             if r._slot in outputs:
                 raise TraceError(f"{self.op.qualname}: the body returns the same tensor twice")
@@ -388,7 +569,7 @@ class Tracer(GuardSink, LaunchMode):
         # Guards made before the last allocation can change output shapes (a
         # prefix: guards are kept in the order they were made); later ones only
         # choose launches, and the fake implementation skips them.
-        num_shape_guards = sum(1 for code in self.guards if self._allocs_before[code] < len(self.allocs))
+        num_shape_guards = sum(1 for code in self.guards if self._allocs_before[code] < self.num_made)
         return _plan.LaunchPlan(
             tensor_guards=[_plan.TensorGuard(arg, dtype, ndim) for arg, dtype, ndim in self.tensor_guards],
             guards=[_plan.Expr(list(code), text) for code, text in self.guards.items()],
@@ -396,4 +577,7 @@ class Tracer(GuardSink, LaunchMode):
             allocs=self.allocs,
             launches=self.launches,
             outputs=outputs,
+            views=self.views,
+            aten_steps=self.aten_steps,
+            order=self.order,
         )

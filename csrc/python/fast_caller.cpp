@@ -36,6 +36,13 @@ void destroy_caller(PyObject* capsule) {
 
 // Appends the argument to the stack; false when it needs torch's generic path.
 bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
+  if (is_optional(kind)) {
+    if (obj == Py_None) {
+      stack.emplace_back();
+      return true;
+    }
+    kind = value_kind(kind);
+  }
   switch (kind) {
     case ArgKind::Tensor:
       // Exactly torch.Tensor (or Parameter): subclasses may override __torch_function__.
@@ -58,8 +65,19 @@ bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
       if (!PyBool_Check(obj)) return false;
       stack.emplace_back(obj == Py_True);
       return true;
+    case ArgKind::String: {
+      if (!PyUnicode_CheckExact(obj)) return false;
+      Py_ssize_t size = 0;
+      const char* data = PyUnicode_AsUTF8AndSize(obj, &size);
+      if (data == nullptr) {
+        PyErr_Clear();
+        return false;
+      }
+      stack.emplace_back(std::string(data, size_t(size)));
+      return true;
+    }
+    default: return false;  // dtypes: torch's parser
   }
-  return false;
 }
 
 // torch's argument parser reads None as False for a bool (pybind11's bool
@@ -77,8 +95,13 @@ bool refuse_none_scalars(const FastCaller& c, PyObject* const* args, Py_ssize_t 
     }
     if (index >= c.kinds.size()) continue;  // torch's parser reports unknown or extra arguments
     const ArgKind kind = c.kinds[index];
-    if (kind == ArgKind::Int || kind == ArgKind::Float || kind == ArgKind::Bool) {
-      const char* expected = kind == ArgKind::Int ? "an int" : kind == ArgKind::Float ? "a float" : "a bool";
+    if (kind == ArgKind::Int || kind == ArgKind::Float || kind == ArgKind::Bool || kind == ArgKind::String ||
+        kind == ArgKind::Dtype) {
+      const char* expected = kind == ArgKind::Int     ? "an int"
+                             : kind == ArgKind::Float ? "a float"
+                             : kind == ArgKind::Bool  ? "a bool"
+                             : kind == ArgKind::String ? "a str"
+                                                       : "a torch.dtype";
       PyErr_Format(PyExc_TypeError, "%s: argument '%s' expected %s, got None", c.qualname.c_str(),
                    c.names[index].c_str(), expected);
       return true;

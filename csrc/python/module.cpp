@@ -40,7 +40,10 @@ void register_kernel(int64_t id, const std::string& name, const std::string& fro
 void register_op(const std::string& qualname, const std::string& schema, const std::vector<int>& arg_kinds,
                  int num_returns, py::object trace_fn, const std::string& dispatch_key) {
   std::vector<ArgKind> kinds;
-  for (int k : arg_kinds) kinds.push_back(ArgKind(k));
+  for (int k : arg_kinds) {
+    if (k < 0 || k >= int(ArgKind::Count_)) throw py::value_error("register_op: unknown argument kind " + std::to_string(k));
+    kinds.push_back(ArgKind(k));
+  }
   translating_errors([&] {
     auto op = std::make_shared<NativeOp>(qualname, schema, std::move(kinds), num_returns,
                                          std::make_shared<PythonPlanTracer>(std::move(trace_fn)));

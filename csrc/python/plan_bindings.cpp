@@ -3,6 +3,8 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/DynamicTypes.h>
+#include <torch/csrc/Layout.h>
+#include <torch/csrc/MemoryFormat.h>
 
 #include <optional>
 #include <string>
@@ -69,7 +71,9 @@ void bind_kinds(py::module_& m) {
       .value("NEXT_POW2", ExprOp::NextPow2).value("LT", ExprOp::Lt).value("LE", ExprOp::Le)
       .value("EQ", ExprOp::Eq).value("NE", ExprOp::Ne).value("GT", ExprOp::Gt).value("GE", ExprOp::Ge)
       .value("NOT", ExprOp::Not).value("BITAND", ExprOp::BitAnd).value("BITOR", ExprOp::BitOr)
-      .value("BITXOR", ExprOp::BitXor).value("SHL", ExprOp::Shl).value("SHR", ExprOp::Shr);
+      .value("BITXOR", ExprOp::BitXor).value("SHL", ExprOp::Shl).value("SHR", ExprOp::Shr)
+      .value("IS_NONE", ExprOp::IsNone).value("DATA_PTR", ExprOp::DataPtr).value("STR_EQ", ExprOp::StrEq)
+      .value("FLOAT_BITS", ExprOp::FloatBits);
   py::enum_<BindingKind>(m, "BindingKind", "How a kernel parameter gets its value (csrc/runtime/launch_plan.h)", py::arithmetic())
       .value("TENSOR", BindingKind::Tensor).value("INT", BindingKind::Int).value("BOOL", BindingKind::Bool)
       .value("FLOAT", BindingKind::Float).value("CONSTEXPR", BindingKind::Constexpr)
@@ -78,7 +82,30 @@ void bind_kinds(py::module_& m) {
       .value("EMPTY", AllocStep::Kind::Empty).value("EMPTY_LIKE", AllocStep::Kind::EmptyLike);
   py::enum_<ArgKind>(m, "ArgKind", "Kinds of op arguments", py::arithmetic())
       .value("TENSOR", ArgKind::Tensor).value("INT", ArgKind::Int).value("FLOAT", ArgKind::Float)
-      .value("BOOL", ArgKind::Bool);
+      .value("BOOL", ArgKind::Bool).value("STRING", ArgKind::String).value("DTYPE", ArgKind::Dtype)
+      .value("OPTIONAL_TENSOR", ArgKind::OptionalTensor).value("OPTIONAL_INT", ArgKind::OptionalInt)
+      .value("OPTIONAL_FLOAT", ArgKind::OptionalFloat).value("OPTIONAL_BOOL", ArgKind::OptionalBool)
+      .value("OPTIONAL_STRING", ArgKind::OptionalString).value("OPTIONAL_DTYPE", ArgKind::OptionalDtype);
+  py::enum_<StepKind>(m, "StepKind", "Kinds of plan steps", py::arithmetic())
+      .value("ALLOC", StepKind::Alloc).value("VIEW", StepKind::View).value("ATEN", StepKind::Aten)
+      .value("LAUNCH", StepKind::Launch);
+  py::enum_<AtenArg::Kind>(m, "AtenArgKind", "Kinds of ATen step arguments", py::arithmetic())
+      .value("NONE", AtenArg::Kind::None).value("TENSOR", AtenArg::Kind::Tensor)
+      .value("TENSOR_LIST", AtenArg::Kind::TensorList).value("OPTIONAL_TENSOR_LIST", AtenArg::Kind::OptionalTensorList)
+      .value("INT", AtenArg::Kind::Int).value("INT_LIST", AtenArg::Kind::IntList).value("FLOAT", AtenArg::Kind::Float)
+      .value("BOOL", AtenArg::Kind::Bool).value("STRING", AtenArg::Kind::String).value("DEVICE", AtenArg::Kind::Device)
+      .value("SCALAR", AtenArg::Kind::Scalar).value("WRAPPED_SCALAR", AtenArg::Kind::WrappedScalar);
+  m.def("enum_code", [](py::handle obj) -> int64_t {
+        // How the dispatcher's boxed calls carry these: as ints.
+        if (THPDtype_Check(obj.ptr())) return int64_t(reinterpret_cast<THPDtype*>(obj.ptr())->scalar_type);
+        if (THPMemoryFormat_Check(obj.ptr())) return int64_t(reinterpret_cast<THPMemoryFormat*>(obj.ptr())->memory_format);
+        if (THPLayout_Check(obj.ptr())) return int64_t(reinterpret_cast<THPLayout*>(obj.ptr())->layout);
+        throw py::type_error("expected a torch.dtype, torch.memory_format or torch.layout");
+      }, py::arg("value"), "The int a dtype, memory format or layout is in a boxed dispatcher call.");
+  m.def("dtype_of_code", [](int64_t code) {
+        if (code < 0 || code >= int64_t(c10::ScalarType::NumOptions)) throw py::value_error("not a ScalarType code");
+        return torch_dtype_of(c10::ScalarType(code));
+      }, py::arg("code"), "The torch.dtype of a ScalarType code (enum_code's inverse for dtypes).");
   // The specialization key's words (csrc/runtime/specialization_key.h), for
   // the frontend that turns a key back into representative arguments.
   py::module_ kw = m.def_submodule("key_word", "Encoding of specialization-key words");
@@ -195,9 +222,62 @@ void bind_structures(py::module_& m) {
       .def_readonly("site", &LaunchStep::site)
       .def("__repr__", [](const LaunchStep& l) { return "LaunchStep(" + l.kernel->name() + " at " + l.site + ")"; });
 
+  py::class_<ViewStep>(m, "ViewStep", "A view of an earlier tensor: sizes, strides, offset (elements)")
+      .def(py::init([](int32_t base, std::vector<Expr> sizes, std::vector<Expr> strides, Expr offset, py::handle dtype) {
+             return ViewStep{base, std::move(sizes), std::move(strides), std::move(offset), packed_dtype_of(dtype)};
+           }),
+           py::arg("base"), py::arg("sizes"), py::arg("strides"), py::arg("offset"), py::arg("dtype"))
+      .def_readonly("base", &ViewStep::base)
+      .def_readonly("sizes", &ViewStep::sizes)
+      .def_readonly("strides", &ViewStep::strides)
+      .def_readonly("offset", &ViewStep::offset)
+      .def_property_readonly("dtype", [](const ViewStep& v) { return torch_dtype_of(v.dtype); });
+
+  py::class_<AtenArg>(m, "AtenArg", "One argument of an ATen step (see AtenArgKind)")
+      .def(py::init([](AtenArg::Kind kind, std::vector<int32_t> slots, std::vector<Expr> ints, double number,
+                       std::string text) {
+             return AtenArg{kind, std::move(slots), std::move(ints), number, std::move(text)};
+           }),
+           py::arg("kind"), py::arg("slots") = std::vector<int32_t>{}, py::arg("ints") = std::vector<Expr>{},
+           py::arg("number") = 0.0, py::arg("text") = "")
+      .def_readonly("kind", &AtenArg::kind)
+      .def_readonly("slots", &AtenArg::slots)
+      .def_readonly("ints", &AtenArg::ints)
+      .def_readonly("number", &AtenArg::number)
+      .def_readonly("text", &AtenArg::text);
+
+  py::class_<AtenStep>(m, "AtenStep", "An ATen operation replayed through the dispatcher")
+      .def(py::init([](std::string name, std::string overload, std::vector<AtenArg> args, int32_t num_outputs,
+                       std::string site) {
+             AtenStep a;
+             a.name = std::move(name);
+             a.overload = std::move(overload);
+             a.args = std::move(args);
+             a.num_outputs = num_outputs;
+             a.site = std::move(site);
+             return a;
+           }),
+           py::arg("name"), py::arg("overload"), py::arg("args"), py::arg("num_outputs"), py::arg("site"))
+      .def_readonly("name", &AtenStep::name)
+      .def_readonly("overload", &AtenStep::overload)
+      .def_readonly("args", &AtenStep::args)
+      .def_readonly("num_outputs", &AtenStep::num_outputs)
+      .def_readonly("site", &AtenStep::site)
+      .def("__repr__", [](const AtenStep& a) {
+        return "AtenStep(" + a.name + (a.overload.empty() ? "" : "." + a.overload) + " at " + a.site + ")";
+      });
+
+  py::class_<PlanStep>(m, "PlanStep", "One entry of a plan's order: the index-th step of its kind")
+      .def(py::init([](StepKind kind, int32_t index) { return PlanStep{kind, index}; }), py::arg("kind"),
+           py::arg("index"))
+      .def_readonly("kind", &PlanStep::kind)
+      .def_readonly("index", &PlanStep::index);
+
   py::class_<LaunchPlan>(m, "LaunchPlan", "What one traced case of an op body does: guards, then steps")
       .def(py::init([](std::vector<TensorGuard> tensor_guards, std::vector<Expr> guards, int32_t num_shape_guards,
-                       std::vector<AllocStep> allocs, std::vector<LaunchStep> launches, std::vector<int32_t> outputs) {
+                       std::vector<AllocStep> allocs, std::vector<LaunchStep> launches, std::vector<int32_t> outputs,
+                       std::vector<ViewStep> views, std::vector<AtenStep> aten_steps,
+                       std::optional<std::vector<PlanStep>> order) {
              LaunchPlan p;
              p.tensor_guards = std::move(tensor_guards);
              p.guards = std::move(guards);
@@ -205,10 +285,23 @@ void bind_structures(py::module_& m) {
              p.allocs = std::move(allocs);
              p.launches = std::move(launches);
              p.outputs = std::move(outputs);
+             p.views = std::move(views);
+             p.aten_steps = std::move(aten_steps);
+             if (order) {
+               p.order = std::move(*order);
+             } else {  // allocations, then launches
+               if (!p.views.empty() || !p.aten_steps.empty()) throw py::value_error("a plan with views or ATen steps needs an order");
+               for (size_t i = 0; i < p.allocs.size(); ++i) p.order.push_back({StepKind::Alloc, int32_t(i)});
+               for (size_t i = 0; i < p.launches.size(); ++i) p.order.push_back({StepKind::Launch, int32_t(i)});
+             }
              return p;
            }),
            py::arg("tensor_guards"), py::arg("guards"), py::arg("num_shape_guards"), py::arg("allocs"),
-           py::arg("launches"), py::arg("outputs"))
+           py::arg("launches"), py::arg("outputs"), py::arg("views") = std::vector<ViewStep>{},
+           py::arg("aten_steps") = std::vector<AtenStep>{}, py::arg("order") = py::none())
+      .def_readonly("views", &LaunchPlan::views)
+      .def_readonly("aten_steps", &LaunchPlan::aten_steps)
+      .def_readonly("order", &LaunchPlan::order)
       .def_readonly("tensor_guards", &LaunchPlan::tensor_guards)
       .def_readonly("guards", &LaunchPlan::guards)
       .def_readonly("num_shape_guards", &LaunchPlan::num_shape_guards)
@@ -220,7 +313,8 @@ void bind_structures(py::module_& m) {
       .def_readonly("outputs", &LaunchPlan::outputs)
       .def("__repr__", [](const LaunchPlan& p) {
         return "LaunchPlan(" + std::to_string(p.guards.size()) + " guards, " + std::to_string(p.allocs.size()) +
-               " allocations, " + std::to_string(p.launches.size()) + " launches, outputs " +
+               " allocations, " + std::to_string(p.views.size()) + " views, " + std::to_string(p.aten_steps.size()) +
+               " ATen steps, " + std::to_string(p.launches.size()) + " launches, outputs " +
                std::to_string(p.outputs.size()) + ")";
       })
       .def("validate", [](const LaunchPlan& p, const std::string& op, int num_args) {

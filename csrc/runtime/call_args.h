@@ -1,5 +1,6 @@
 // The arguments of one op call, as the runtime sees them: tensor views by
-// slot, integer and float scalars by argument index. Lives on the stack.
+// slot, integer, float and str scalars by argument index, which optional
+// arguments are None. Lives on the stack.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +12,19 @@
 namespace torch_tile {
 
 struct CallArgs {
-  TensorArg slots[kMaxSlots];  // [0, num_args): inputs; then allocated outputs
-  int64_t ints[kMaxOpArgs];    // int / bool arguments
+  TensorArg slots[kMaxSlots];  // [0, num_args): inputs (sizes == nullptr: None); then the tensors the plan made
+  int64_t ints[kMaxOpArgs];    // int / bool / dtype (ScalarType code) arguments
   double floats[kMaxOpArgs];   // float arguments
+  StrArg strings[kMaxOpArgs];  // str arguments
+  uint64_t none_mask = 0;      // bit i: argument i is None
   int32_t num_args = 0;
   int32_t num_slots = 0;
   int32_t device = -1;  // the CUDA ordinal all tensor arguments share
+  // Sizes and strides of the plan's views (TensorArg points into it); not initialised.
+  int64_t view_dims[kMaxViewDims];
+  int32_t view_dims_used = 0;
 
-  EvalContext eval() const { return EvalContext{slots, num_slots, ints, num_args}; }
+  EvalContext eval() const { return EvalContext{slots, num_slots, ints, num_args, strings, floats, none_mask}; }
 };
 
 }  // namespace torch_tile

@@ -1,5 +1,7 @@
 #include "expr.h"
 
+#include <cstring>
+
 #include "error.h"
 
 namespace torch_tile {
@@ -7,11 +9,17 @@ namespace {
 
 constexpr int kMaxStack = 32;
 
-int operand_count(ExprOp op) {
+// Operands after the opcode at `pc` (StrEq's depend on its length operand; -1: malformed).
+int64_t operand_count(ExprOp op, const int64_t* pc, const int64_t* end) {
   switch (op) {
     case ExprOp::Const: return 1;
     case ExprOp::Size: case ExprOp::Stride: return 2;
-    case ExprOp::Numel: case ExprOp::Scalar: return 1;
+    case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
+    case ExprOp::FloatBits: return 1;
+    case ExprOp::StrEq: {
+      if (end - pc < 3 || pc[2] < 0 || pc[2] > (int64_t(1) << 20)) return -1;
+      return 2 + (pc[2] + 7) / 8;
+    }
     default: return 0;
   }
 }
@@ -19,7 +27,8 @@ int operand_count(ExprOp op) {
 int stack_effect(ExprOp op) {
   switch (op) {
     case ExprOp::Const: case ExprOp::Size: case ExprOp::Stride:
-    case ExprOp::Numel: case ExprOp::Scalar: return +1;
+    case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
+    case ExprOp::StrEq: case ExprOp::FloatBits: return +1;
     case ExprOp::Neg: case ExprOp::NextPow2: case ExprOp::Not: return 0;
     default: return -1;  // binary
   }
@@ -84,7 +93,11 @@ void Expr::validate() const {
       fail(ErrorKind::Runtime, "bad opcode " + std::to_string(raw) + " in expression `" + text + "`");
     }
     const ExprOp op = ExprOp(raw);
-    pc += 1 + operand_count(op);
+    const int64_t operands = operand_count(op, code.data() + pc, code.data() + code.size());
+    if (operands < 0 || operands > int64_t(code.size() - pc - 1)) {
+      fail(ErrorKind::Runtime, "malformed expression `" + text + "`");
+    }
+    pc += 1 + size_t(operands);
     depth += stack_effect(op);
     if (depth < 1 || depth > kMaxStack || pc > code.size()) {
       fail(ErrorKind::Runtime, "malformed expression `" + text + "`");
@@ -129,6 +142,39 @@ int64_t Expr::evaluate(const EvalContext& ctx) const {
           fail(ErrorKind::Runtime, "expression `" + text + "` reads a missing scalar argument");
         }
         stack[sp++] = ctx.scalars[i];
+        continue;
+      }
+      case ExprOp::IsNone: {
+        const int64_t i = *pc++;
+        if (i < 0 || i >= 64) fail(ErrorKind::Runtime, "expression `" + text + "` reads a bad argument");
+        stack[sp++] = (ctx.none_mask >> i) & 1;
+        continue;
+      }
+      case ExprOp::FloatBits: {
+        const int64_t i = *pc++;
+        if (i < 0 || i >= ctx.num_scalars || ctx.floats == nullptr) {
+          fail(ErrorKind::Runtime, "expression `" + text + "` reads a missing float argument");
+        }
+        int64_t bits;
+        std::memcpy(&bits, &ctx.floats[i], sizeof(bits));
+        stack[sp++] = bits;
+        continue;
+      }
+      case ExprOp::DataPtr: {
+        const TensorArg& t = slot_of(*this, ctx, *pc++);
+        stack[sp++] = int64_t(reinterpret_cast<uintptr_t>(t.data));
+        continue;
+      }
+      case ExprOp::StrEq: {
+        const int64_t i = pc[0];
+        const size_t n = size_t(pc[1]);
+        if (i < 0 || i >= ctx.num_scalars || ctx.strings == nullptr || ((ctx.none_mask >> i) & 1)) {
+          stack[sp++] = 0;  // not a str here (None): never equal
+        } else {
+          const StrArg& s = ctx.strings[i];
+          stack[sp++] = s.size == n && std::memcmp(s.data, pc + 2, n) == 0;
+        }
+        pc += 2 + (n + 7) / 8;
         continue;
       }
       case ExprOp::Neg:

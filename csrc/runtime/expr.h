@@ -26,15 +26,28 @@ enum class ExprOp : int64_t {
   Lt, Le, Eq, Ne, Gt, Ge,
   Not,
   BitAnd, BitOr, BitXor, Shl, Shr,
+  IsNone,      // [IsNone, argument]: 1 when an optional argument is None
+  DataPtr,     // [DataPtr, slot]: the tensor's address (alignment guards)
+  StrEq,       // [StrEq, argument, n, ceil(n/8) words]: 1 when a str argument equals those n bytes
+  FloatBits,   // [FloatBits, argument]: a float argument's IEEE-754 bits (value guards)
   Count_,      // number of opcodes (keep last)
+};
+
+// A str argument's bytes (not owned: the caller's string outlives the call).
+struct StrArg {
+  const char* data;
+  size_t size;
 };
 
 // The values one expression may read.
 struct EvalContext {
-  const TensorArg* slots = nullptr;  // inputs (by argument index) then allocated outputs
+  const TensorArg* slots = nullptr;  // inputs (by argument index) then the tensors the plan made
   int32_t num_slots = 0;
-  const int64_t* scalars = nullptr;  // integer/bool scalar arguments, by argument index
+  const int64_t* scalars = nullptr;  // int/bool/dtype scalar arguments, by argument index
   int32_t num_scalars = 0;
+  const StrArg* strings = nullptr;   // str arguments, by argument index
+  const double* floats = nullptr;    // float arguments, by argument index
+  uint64_t none_mask = 0;            // bit i: argument i is None
 };
 
 struct Expr {

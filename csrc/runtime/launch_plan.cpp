@@ -23,62 +23,148 @@ LaunchStep& LaunchStep::operator=(const LaunchStep& other) {
   return *this;
 }
 
+int LaunchPlan::num_made() const {
+  int n = int(allocs.size()) + int(views.size());
+  for (const AtenStep& a : aten_steps) n += a.num_outputs;
+  return n;
+}
+
+namespace {
+
+[[noreturn]] void bad_plan(const std::string& op, const std::string& what) {
+  fail(ErrorKind::Runtime, op + ": launch plan " + what);
+}
+
+void validate_view(const std::string& op, const ViewStep& v, int slot) {
+  if (v.base < 0 || v.base >= slot) bad_plan(op, "has a view of a bad slot");
+  if (v.sizes.size() != v.strides.size() || v.sizes.size() > size_t(kMaxShapeRank) || v.offset.code.empty()) {
+    bad_plan(op, "has a view of bad rank");
+  }
+  for (const Expr& e : v.sizes) e.validate();
+  for (const Expr& e : v.strides) e.validate();
+  v.offset.validate();
+}
+
+void validate_aten(const std::string& op, const AtenStep& a, int slot, int num_args) {
+  using K = AtenArg::Kind;
+  if (a.name.empty() || a.num_outputs < 0) bad_plan(op, "has a malformed ATen step");
+  for (const AtenArg& arg : a.args) {
+    if (int32_t(arg.kind) < int32_t(K::None) || int32_t(arg.kind) > int32_t(K::WrappedScalar)) {
+      bad_plan(op, "has an ATen argument of unknown kind");
+    }
+    const bool tensors = arg.kind == K::Tensor || arg.kind == K::TensorList || arg.kind == K::OptionalTensorList;
+    if (arg.kind == K::Tensor && arg.slots.size() != 1) bad_plan(op, "has an ATen tensor argument without a slot");
+    for (int32_t s : arg.slots) {
+      if (tensors ? (s < (arg.kind == K::OptionalTensorList ? -1 : 0) || s >= slot) : (s < 0 || s >= num_args)) {
+        bad_plan(op, "has an ATen argument that reads a bad slot");
+      }
+    }
+    if ((arg.kind == K::Int) && arg.ints.size() != 1) bad_plan(op, "has an ATen int argument without a value");
+    for (const Expr& e : arg.ints) e.validate();
+  }
+}
+
+}  // namespace
+
 void LaunchPlan::validate(const std::string& op, int num_args) const {
-  const int num_slots = num_args + int(allocs.size());
+  const int num_slots = num_args + num_made();
   if (num_args > kMaxOpArgs || num_slots > kMaxSlots) {
     fail(ErrorKind::NotImplemented, op + ": " + std::to_string(num_args) + " arguments and " +
-                                        std::to_string(allocs.size()) + " allocations; torch_tile takes at most " +
+                                        std::to_string(num_made()) + " tensors made by the body; torch_tile takes at most " +
                                         std::to_string(kMaxOpArgs) + " arguments and " + std::to_string(kMaxSlots) +
                                         " tensors in all");
   }
   auto check_slot = [&](int slot) {
-    if (slot < 0 || slot >= num_slots) fail(ErrorKind::Runtime, op + ": launch plan references a bad slot");
+    if (slot < 0 || slot >= num_slots) bad_plan(op, "references a bad slot");
   };
   for (const TensorGuard& g : tensor_guards) check_slot(g.arg);
   for (const Expr& g : guards) g.validate();
-  if (num_shape_guards < 0 || size_t(num_shape_guards) > guards.size()) {
-    fail(ErrorKind::Runtime, op + ": launch plan has a bad shape-guard count");
-  }
-  for (size_t i = 0; i < allocs.size(); ++i) {
-    const AllocStep& a = allocs[i];
-    if (a.kind != AllocStep::Kind::Empty && a.kind != AllocStep::Kind::EmptyLike) {
-      fail(ErrorKind::Runtime, op + ": launch plan has an allocation of unknown kind");
-    }
-    // An allocation may copy the layout of an input or of an earlier output only.
-    if (a.kind == AllocStep::Kind::EmptyLike && (a.like_slot < 0 || a.like_slot >= num_args + int(i))) {
-      fail(ErrorKind::Runtime, op + ": launch plan has an allocation like a bad slot");
-    }
-    if (a.shape.size() > size_t(kMaxShapeRank)) {
-      fail(ErrorKind::NotImplemented, op + ": allocation " + std::to_string(i) + " has rank " +
-                                          std::to_string(a.shape.size()) + "; at most " +
-                                          std::to_string(kMaxShapeRank) + " is supported");
-    }
-    for (const Expr& e : a.shape) e.validate();
-  }
-  for (const LaunchStep& l : launches) {
-    if (!l.kernel) fail(ErrorKind::Runtime, op + ": launch plan step without a kernel");
-    if (l.bindings.size() > size_t(kMaxKernelParams)) {
-      fail(ErrorKind::NotImplemented, op + ": kernel " + l.kernel->name() + " has more than " +
-                                          std::to_string(kMaxKernelParams) + " parameters");
-    }
-    for (const Expr& g : l.grid) g.validate();
-    for (const Binding& b : l.bindings) {
-      if (int32_t(b.kind) < int32_t(BindingKind::Tensor) || int32_t(b.kind) > int32_t(BindingKind::TensorDesc)) {
-        fail(ErrorKind::Runtime, op + ": launch plan has a binding of unknown kind");
-      }
-      if (b.kind == BindingKind::Tensor || b.kind == BindingKind::TensorDesc) check_slot(b.slot);
-      if (b.kind == BindingKind::TensorDesc) {
-        const size_t rank = b.desc.shape.size();
-        if (rank == 0 || rank > size_t(kMaxTensorMapRank) || b.desc.strides.size() != rank) {
-          fail(ErrorKind::Runtime, op + ": launch plan has a tensor descriptor of bad rank");
+  if (num_shape_guards < 0 || size_t(num_shape_guards) > guards.size()) bad_plan(op, "has a bad shape-guard count");
+
+  // Every step once, in an order where each reads only slots made before it.
+  std::vector<char> seen_alloc(allocs.size()), seen_view(views.size()), seen_aten(aten_steps.size()),
+      seen_launch(launches.size());
+  auto mark = [&](std::vector<char>& seen, int32_t index) {
+    if (index < 0 || size_t(index) >= seen.size() || seen[size_t(index)]) bad_plan(op, "has a bad step order");
+    seen[size_t(index)] = 1;
+  };
+  int slot = num_args;  // the next slot a step makes
+  int64_t view_dims = 0;
+  for (const PlanStep& step : order) {
+    switch (step.kind) {
+      case StepKind::Alloc: {
+        mark(seen_alloc, step.index);
+        const AllocStep& a = allocs[size_t(step.index)];
+        if (a.kind != AllocStep::Kind::Empty && a.kind != AllocStep::Kind::EmptyLike) {
+          bad_plan(op, "has an allocation of unknown kind");
         }
-        for (const Expr& e : b.desc.shape) e.validate();
-        for (const Expr& e : b.desc.strides) e.validate();
+        // An allocation may copy the layout of an input or of an earlier tensor only.
+        if (a.kind == AllocStep::Kind::EmptyLike && (a.like_slot < 0 || a.like_slot >= slot)) {
+          bad_plan(op, "has an allocation like a bad slot");
+        }
+        if (a.shape.size() > size_t(kMaxShapeRank)) {
+          fail(ErrorKind::NotImplemented, op + ": allocation " + std::to_string(step.index) + " has rank " +
+                                              std::to_string(a.shape.size()) + "; at most " +
+                                              std::to_string(kMaxShapeRank) + " is supported");
+        }
+        for (const Expr& e : a.shape) e.validate();
+        ++slot;
+        break;
       }
-      if (b.kind == BindingKind::Int || b.kind == BindingKind::Bool || b.kind == BindingKind::Constexpr) {
-        b.expr.validate();
+      case StepKind::View: {
+        mark(seen_view, step.index);
+        const ViewStep& v = views[size_t(step.index)];
+        validate_view(op, v, slot);
+        view_dims += 2 * int64_t(v.sizes.size());
+        if (view_dims > kMaxViewDims) {
+          fail(ErrorKind::NotImplemented, op + ": the body's views have more than " +
+                                              std::to_string(kMaxViewDims / 2) + " dimensions in all");
+        }
+        ++slot;
+        break;
       }
+      case StepKind::Aten: {
+        mark(seen_aten, step.index);
+        const AtenStep& a = aten_steps[size_t(step.index)];
+        validate_aten(op, a, slot, num_args);
+        slot += a.num_outputs;
+        break;
+      }
+      case StepKind::Launch: {
+        mark(seen_launch, step.index);
+        const LaunchStep& l = launches[size_t(step.index)];
+        if (!l.kernel) bad_plan(op, "has a launch step without a kernel");
+        if (l.bindings.size() > size_t(kMaxKernelParams)) {
+          fail(ErrorKind::NotImplemented, op + ": kernel " + l.kernel->name() + " has more than " +
+                                              std::to_string(kMaxKernelParams) + " parameters");
+        }
+        for (const Expr& g : l.grid) g.validate();
+        for (const Binding& b : l.bindings) {
+          if (int32_t(b.kind) < int32_t(BindingKind::Tensor) || int32_t(b.kind) > int32_t(BindingKind::TensorDesc)) {
+            bad_plan(op, "has a binding of unknown kind");
+          }
+          if ((b.kind == BindingKind::Tensor || b.kind == BindingKind::TensorDesc) && (b.slot < 0 || b.slot >= slot)) {
+            bad_plan(op, "has a launch that reads a bad slot");
+          }
+          if (b.kind == BindingKind::TensorDesc) {
+            const size_t rank = b.desc.shape.size();
+            if (rank == 0 || rank > size_t(kMaxTensorMapRank) || b.desc.strides.size() != rank) {
+              bad_plan(op, "has a tensor descriptor of bad rank");
+            }
+            for (const Expr& e : b.desc.shape) e.validate();
+            for (const Expr& e : b.desc.strides) e.validate();
+          }
+          if (b.kind == BindingKind::Int || b.kind == BindingKind::Bool || b.kind == BindingKind::Constexpr) {
+            b.expr.validate();
+          }
+        }
+        break;
+      }
+      default: bad_plan(op, "has a step of unknown kind");
     }
+  }
+  if (order.size() != allocs.size() + views.size() + aten_steps.size() + launches.size()) {
+    bad_plan(op, "has a bad step order");
   }
   for (int32_t s : outputs) check_slot(s);
 }

@@ -20,8 +20,20 @@ namespace torch_tile {
 
 class KernelCache;
 
-// What kind of value each schema argument of an op carries.
-enum class ArgKind : int32_t { Tensor = 0, Int = 1, Float = 2, Bool = 3 };
+// What kind of value each schema argument of an op carries. An optional
+// argument may be None (ExprOp::IsNone reads which); a str is compared with
+// ExprOp::StrEq; a dtype is read as its ScalarType code.
+enum class ArgKind : int32_t {
+  Tensor = 0, Int = 1, Float = 2, Bool = 3, String = 4, Dtype = 5,
+  OptionalTensor = 6, OptionalInt = 7, OptionalFloat = 8, OptionalBool = 9, OptionalString = 10,
+  OptionalDtype = 11,
+  Count_,  // keep last
+};
+inline bool is_optional(ArgKind k) { return k >= ArgKind::OptionalTensor; }
+// The kind of a present value of `k` (OptionalInt -> Int).
+inline ArgKind value_kind(ArgKind k) {
+  return is_optional(k) ? ArgKind(int32_t(k) - int32_t(ArgKind::OptionalTensor)) : k;
+}
 
 // Dtype and rank every call must have for a tensor argument.
 struct TensorGuard {
@@ -69,6 +81,58 @@ struct Binding {
   DescriptorBinding desc;    // TensorDesc
 };
 
+// A tensor made from another without an ATen call: the base slot's memory
+// read with new sizes and strides, `offset` elements from its element 0.
+struct ViewStep {
+  int32_t base = -1;
+  std::vector<Expr> sizes;
+  std::vector<Expr> strides;
+  Expr offset;
+  uint32_t dtype = 0;  // pack_dtype(); the base's, or one of the same width
+};
+
+// One argument of an ATen step, in schema order (defaults filled in).
+struct AtenArg {
+  enum class Kind : int32_t {
+    None = 0,
+    Tensor = 1,              // slots[0]
+    TensorList = 2,          // slots
+    OptionalTensorList = 3,  // slots; -1 is None
+    Int = 4,                 // ints[0] (also dtype, layout and memory format codes)
+    IntList = 5,             // ints
+    Float = 6,               // float argument slots[0], or `number` when slots is empty
+    Bool = 7,                // number != 0
+    String = 8,              // text
+    Device = 9,              // the call's device
+    Scalar = 10,             // ints[0] if given, else as Float
+    WrappedScalar = 11,      // a Scalar where the schema takes a Tensor (a Python number in `x * 2`)
+  };
+  Kind kind = Kind::None;
+  std::vector<int32_t> slots;
+  std::vector<Expr> ints;
+  double number = 0.0;
+  std::string text;
+};
+
+// An ATen operation replayed through the dispatcher on the current stream.
+struct AtenStep {
+  std::string name;      // "aten::clone"
+  std::string overload;  // "" for the default overload
+  std::vector<AtenArg> args;
+  int32_t num_outputs = 0;  // tensor results that become slots (0: an in-place or out= call)
+  std::string site;         // "file:line" in the op body
+  // Runtime state, not plan data: the binding's resolved operator.
+  std::shared_ptr<const void> resolved;
+};
+
+enum class StepKind : int32_t { Alloc = 0, View = 1, Aten = 2, Launch = 3 };
+
+// One entry of a plan's order: the `index`-th step of its kind's list.
+struct PlanStep {
+  StepKind kind = StepKind::Alloc;
+  int32_t index = 0;
+};
+
 // One kernel launch of the plan.
 struct LaunchStep {
   std::shared_ptr<KernelCache> kernel;
@@ -90,12 +154,20 @@ struct LaunchPlan {
   std::vector<TensorGuard> tensor_guards;
   std::vector<Expr> guards;  // each must evaluate to non-zero
   // The first num_shape_guards guards were made before the body's last
-  // allocation, so they can change the outputs' shapes (the fake
+  // tensor-making step, so they can change the outputs' shapes (the fake
   // implementation installs only those as torch.compile guards).
   int32_t num_shape_guards = 0;
   std::vector<AllocStep> allocs;
+  std::vector<ViewStep> views;
+  std::vector<AtenStep> aten_steps;
   std::vector<LaunchStep> launches;
+  // The steps in the order they run, each once. Allocations, views and ATen
+  // results take the slots after the arguments in this order.
+  std::vector<PlanStep> order;
   std::vector<int32_t> outputs;  // slots returned, in order
+
+  // Tensors the plan makes (slots after the arguments).
+  int num_made() const;
 
   // Checks slots, ranks and expressions against the runtime's limits; errors name `op`.
   void validate(const std::string& op, int num_args) const;

@@ -5,11 +5,12 @@ namespace torch_tile {
 
 constexpr int kMaxDevices = 64;      // CUDA device ordinals served
 constexpr int kMaxOpArgs = 64;       // schema arguments of one op
-constexpr int kMaxSlots = 96;        // op arguments + allocated outputs
+constexpr int kMaxSlots = 96;        // op arguments + the tensors a plan makes (allocations, views, ATen results)
 constexpr int kMaxKernelParams = 120;  // parameters of one kernel
 constexpr int kMaxRuntimeParams = 160;  // values passed at launch (a descriptor passes 1 + 2 * rank)
 constexpr int kMaxTensorMaps = 8;       // tensor descriptors of one kernel
 constexpr int kMaxPlans = 256;       // launch plans (guard sets) per op
-constexpr int kMaxShapeRank = 16;    // rank of an allocated output
+constexpr int kMaxShapeRank = 16;    // rank of an allocated output or a view
+constexpr int kMaxViewDims = 2 * kMaxShapeRank * 32;  // sizes + strides of all views of one plan
 
 }  // namespace torch_tile

@@ -257,23 +257,49 @@ void check_allocation_size(const char* op, int index, const AllocStep& a, const 
                              "] would need more than 2^63 bytes");
 }
 
-void allocate_outputs(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name) {
-  int slot = args.num_args;
-  for (const AllocStep& a : plan.allocs) {
-    const EvalContext ctx = args.eval();  // earlier outputs are readable too
-    int64_t shape[kMaxShapeRank];
-    const int rank = int(a.shape.size());
-    for (int d = 0; d < rank; ++d) {
-      shape[d] = a.shape[d].evaluate(ctx);
-      if (shape[d] < 0) {
-        fail(ErrorKind::Value, std::string(op_name) + ": output size `" + a.shape[d].text + "` is " +
-                                   std::to_string(shape[d]));
-      }
+void allocate(const AllocStep& a, int index, CallArgs& args, LaunchHost& host, const char* op_name) {
+  const EvalContext ctx = args.eval();  // earlier tensors are readable too
+  int64_t shape[kMaxShapeRank];
+  const int rank = int(a.shape.size());
+  for (int d = 0; d < rank; ++d) {
+    shape[d] = a.shape[d].evaluate(ctx);
+    if (shape[d] < 0) {
+      fail(ErrorKind::Value, std::string(op_name) + ": output size `" + a.shape[d].text + "` is " +
+                                 std::to_string(shape[d]));
     }
-    check_allocation_size(op_name, slot - args.num_args, a, shape, rank);
-    args.slots[slot] = host.allocate(slot, a, shape, rank);
-    args.num_slots = ++slot;
   }
+  check_allocation_size(op_name, index, a, shape, rank);
+  const int slot = args.num_slots;
+  args.slots[slot] = host.allocate(slot, a, shape, rank);
+  args.num_slots = slot + 1;
+}
+
+// A view costs no ATen call: its sizes and strides go into the call's arena.
+void make_view(const ViewStep& v, CallArgs& args, LaunchHost& host, const char* op_name) {
+  const EvalContext ctx = args.eval();
+  const int rank = int(v.sizes.size());
+  int64_t* sizes = args.view_dims + args.view_dims_used;
+  int64_t* strides = sizes + rank;
+  for (int d = 0; d < rank; ++d) {
+    sizes[d] = v.sizes[size_t(d)].evaluate(ctx);
+    strides[d] = v.strides[size_t(d)].evaluate(ctx);
+    if (sizes[d] < 0) {
+      fail(ErrorKind::Value, std::string(op_name) + ": view size `" + v.sizes[size_t(d)].text + "` is " +
+                                 std::to_string(sizes[d]));
+    }
+  }
+  const int64_t offset = v.offset.evaluate(ctx);
+  const TensorArg& base = args.slots[v.base];
+  const DLDataType dtype = unpack_dtype(v.dtype);
+  int64_t byte_offset = 0;
+  if (__builtin_mul_overflow(offset, int64_t(dtype.bits / 8), &byte_offset)) {
+    fail(ErrorKind::Value, std::string(op_name) + ": view offset `" + v.offset.text + "` overflows");
+  }
+  args.view_dims_used += 2 * rank;
+  const int slot = args.num_slots;
+  args.slots[slot] = TensorArg{static_cast<char*>(base.data) + byte_offset, sizes, strides, rank, dtype};
+  args.num_slots = slot + 1;
+  host.add_view(slot, v, offset);
 }
 
 }  // namespace
@@ -286,11 +312,25 @@ void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey
 
 void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name,
               LaunchObserver* observer) {
-  allocate_outputs(plan, args, host, op_name);
-  if (observer != nullptr) observer->phase(CallPhase::OutputsAllocated);
   if (!plan.launches.empty()) ensure_context(args.device);
   PreparedLaunch launch;
-  for (const LaunchStep& step : plan.launches) {
+  bool allocated = false;  // the observer's OutputsAllocated comes before the first launch
+  for (const PlanStep& s : plan.order) {
+    switch (s.kind) {
+      case StepKind::Alloc: allocate(plan.allocs[size_t(s.index)], s.index, args, host, op_name); continue;
+      case StepKind::View: make_view(plan.views[size_t(s.index)], args, host, op_name); continue;
+      case StepKind::Aten: {
+        const AtenStep& a = plan.aten_steps[size_t(s.index)];
+        const int first = args.num_slots;
+        host.run_aten(a, args, first);
+        args.num_slots = first + a.num_outputs;
+        continue;
+      }
+      case StepKind::Launch: break;
+    }
+    if (observer != nullptr && !allocated) observer->phase(CallPhase::OutputsAllocated);
+    allocated = true;
+    const LaunchStep& step = plan.launches[size_t(s.index)];
     if (!prepare_launch(step, args, host, op_name, launch)) continue;
     if (observer != nullptr) observer->phase(CallPhase::LaunchPrepared);
     submit_launch(launch, step, op_name);
@@ -299,6 +339,7 @@ void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const ch
       observer->launched(launch);
     }
   }
+  if (observer != nullptr && !allocated) observer->phase(CallPhase::OutputsAllocated);
 }
 
 }  // namespace torch_tile

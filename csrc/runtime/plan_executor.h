@@ -20,12 +20,19 @@ class LaunchHost {
   virtual ~LaunchHost() = default;
   // Allocates output `slot` (shape already evaluated) and returns its view.
   virtual TensorArg allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) = 0;
+  // Notes that `slot` is `step`'s view, `offset` elements into its base (the
+  // runtime has filled args.slots[slot]); a host makes a tensor of it only if
+  // one is needed (an ATen step's argument, an output).
+  virtual void add_view(int slot, const ViewStep& step, int64_t offset) = 0;
+  // Runs an ATen step; its results become slots first_slot, first_slot + 1, ...
+  // (the host fills args.slots for them).
+  virtual void run_aten(const AtenStep& step, CallArgs& args, int first_slot) = 0;
   // Device memory that stays valid until the call returns (stream-ordered).
   virtual void* scratch(size_t bytes, size_t alignment) = 0;
   virtual cu::CUstream stream() = 0;
 };
 
-// Runs the whole plan (allocations, then launches) on the host's stream;
+// Runs the plan's steps in order on the host's stream;
 // `observer` (usually none) sees each phase and launch.
 void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name,
               LaunchObserver* observer);

@@ -144,6 +144,62 @@ Binding read_binding(Reader& r) {
   return b;
 }
 
+void write_view(Writer& w, const ViewStep& v) {
+  w.pod(v.base);
+  w.exprs(v.sizes);
+  w.exprs(v.strides);
+  w.expr(v.offset);
+  w.pod(v.dtype);
+}
+
+ViewStep read_view(Reader& r) {
+  ViewStep v;
+  v.base = r.pod<int32_t>();
+  v.sizes = r.exprs();
+  v.strides = r.exprs();
+  v.offset = r.expr();
+  v.dtype = r.pod<uint32_t>();
+  return v;
+}
+
+void write_aten(Writer& w, const AtenStep& a) {
+  w.str(a.name);
+  w.str(a.overload);
+  w.count(a.args.size());
+  for (const AtenArg& arg : a.args) {
+    w.pod(int32_t(arg.kind));
+    w.count(arg.slots.size());
+    for (int32_t s : arg.slots) w.pod(s);
+    w.exprs(arg.ints);
+    w.pod(arg.number);
+    w.str(arg.text);
+  }
+  w.pod(a.num_outputs);
+  w.str(a.site);
+}
+
+AtenStep read_aten(Reader& r) {
+  AtenStep a;
+  a.name = r.str();
+  a.overload = r.str();
+  a.args.resize(r.count(24));
+  for (AtenArg& arg : a.args) {
+    const int32_t kind = r.pod<int32_t>();
+    if (kind < int32_t(AtenArg::Kind::None) || kind > int32_t(AtenArg::Kind::WrappedScalar)) {
+      Reader::corrupt("an ATen argument of unknown kind " + std::to_string(kind));
+    }
+    arg.kind = AtenArg::Kind(kind);
+    arg.slots.resize(r.count(4));
+    for (int32_t& s : arg.slots) s = r.pod<int32_t>();
+    arg.ints = r.exprs();
+    arg.number = r.pod<double>();
+    arg.text = r.str();
+  }
+  a.num_outputs = r.pod<int32_t>();
+  a.site = r.str();
+  return a;
+}
+
 void write_plan(Writer& w, const LaunchPlan& p) {
   w.count(p.tensor_guards.size());
   for (const TensorGuard& g : p.tensor_guards) {
@@ -172,6 +228,15 @@ void write_plan(Writer& w, const LaunchPlan& p) {
     w.str(l.site);
     w.count(l.bindings.size());
     for (const Binding& b : l.bindings) write_binding(w, b);
+  }
+  w.count(p.views.size());
+  for (const ViewStep& v : p.views) write_view(w, v);
+  w.count(p.aten_steps.size());
+  for (const AtenStep& a : p.aten_steps) write_aten(w, a);
+  w.count(p.order.size());
+  for (const PlanStep& s : p.order) {
+    w.pod(int32_t(s.kind));
+    w.pod(s.index);
   }
   w.count(p.outputs.size());
   for (int32_t s : p.outputs) w.pod(s);
@@ -215,6 +280,19 @@ LaunchPlan read_plan(Reader& r, const std::function<std::shared_ptr<KernelCache>
     l.site = r.str();
     l.bindings.resize(r.count(8));
     for (Binding& b : l.bindings) b = read_binding(r);
+  }
+  p.views.resize(r.count(28));
+  for (ViewStep& v : p.views) v = read_view(r);
+  p.aten_steps.resize(r.count(20));
+  for (AtenStep& a : p.aten_steps) a = read_aten(r);
+  p.order.resize(r.count(8));
+  for (PlanStep& s : p.order) {
+    const int32_t kind = r.pod<int32_t>();
+    if (kind < int32_t(StepKind::Alloc) || kind > int32_t(StepKind::Launch)) {
+      Reader::corrupt("a step of unknown kind " + std::to_string(kind));
+    }
+    s.kind = StepKind(kind);
+    s.index = r.pod<int32_t>();
   }
   p.outputs.resize(r.count(4));
   for (int32_t& s : p.outputs) s = r.pod<int32_t>();
@@ -267,7 +345,7 @@ OpPlans deserialize_plans(const std::string& bytes,
     op.arg_kinds.resize(r.count(4));
     for (ArgKind& k : op.arg_kinds) {
       const int32_t v = r.pod<int32_t>();
-      if (v < int32_t(ArgKind::Tensor) || v > int32_t(ArgKind::Bool)) {
+      if (v < int32_t(ArgKind::Tensor) || v >= int32_t(ArgKind::Count_)) {
         Reader::corrupt("an argument of unknown kind " + std::to_string(v));
       }
       k = ArgKind(v);

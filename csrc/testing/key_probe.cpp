@@ -23,6 +23,9 @@ py::list specialization_keys(const LaunchPlan& plan_in, const py::tuple& args) {
   try {
     const LaunchPlan* plan = &plan_in;
     plan->validate("key probe", int(args.size()));
+    if (!plan->views.empty() || !plan->aten_steps.empty()) {
+      fail(ErrorKind::NotImplemented, "the key probe takes plans of allocations and launches only");
+    }
     CallArgs call;
     std::vector<at::Tensor> tensors(args.size() + plan->allocs.size());  // by slot
     call.num_args = int32_t(args.size());

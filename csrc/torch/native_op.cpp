@@ -8,6 +8,7 @@
 #include "../runtime/counters.h"
 #include "../runtime/device_info.h"
 #include "../runtime/plan_executor.h"
+#include "aten_step.h"
 #include "dtype_map.h"
 #include "error_translation.h"
 #include "op_library.h"
@@ -46,10 +47,20 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
   args.num_args = int32_t(n);
   args.num_slots = int32_t(n);
   int first_tensor = -1;
+  args.none_mask = 0;
   for (size_t i = 0; i < n; ++i) {
     const c10::IValue& v = in[i];
     args.slots[i] = TensorArg{};
-    switch (op.arg_kinds()[i]) {
+    ArgKind kind = op.arg_kinds()[i];
+    if (is_optional(kind)) {
+      if (v.isNone()) {
+        args.none_mask |= uint64_t(1) << i;
+        args.ints[i] = 0;
+        continue;
+      }
+      kind = value_kind(kind);
+    }
+    switch (kind) {
       case ArgKind::Tensor: {
         if (!v.isTensor()) bad_argument(op, ErrorKind::Type, i, "a Tensor", kind_of(v));
         const at::Tensor& t = v.toTensor();
@@ -88,6 +99,17 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
         if (!v.isDouble()) bad_argument(op, ErrorKind::Type, i, "a float", kind_of(v));
         args.floats[i] = v.toDouble();
         break;
+      case ArgKind::String: {
+        if (!v.isString()) bad_argument(op, ErrorKind::Type, i, "a str", kind_of(v));
+        const std::string& str = v.toStringRef();  // the stack's string outlives the call
+        args.strings[i] = StrArg{str.data(), str.size()};
+        break;
+      }
+      case ArgKind::Dtype:
+        if (!v.isInt()) bad_argument(op, ErrorKind::Type, i, "a torch.dtype", kind_of(v));
+        args.ints[i] = v.toInt();  // its ScalarType code
+        break;
+      default: bad_argument(op, ErrorKind::Type, i, "a supported argument kind", kind_of(v));
     }
   }
   if (first_tensor < 0) {
@@ -122,6 +144,7 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, stack, first);
   counters().traces.fetch_add(1, std::memory_order_relaxed);
   plan->validate(qualname_, int(arg_kinds_.size()));
+  resolve_aten_steps(qualname_, *plan);
   if (int(plan->outputs.size()) != num_returns_) {
     fail(ErrorKind::Runtime, qualname_ + ": the traced plan returns " + std::to_string(plan->outputs.size()) +
                                  " tensors; the schema declares " + std::to_string(num_returns_));
@@ -152,7 +175,7 @@ void NativeOp::call(torch::jit::Stack& stack) {
     TorchLaunchHost host(args, in, device);
     run_plan(plan, args, host, qualname_.c_str(), observer);
     torch::jit::drop(stack, n);
-    for (int32_t slot : plan.outputs) torch::jit::push(stack, std::move(host.output(slot)));
+    for (int32_t slot : plan.outputs) torch::jit::push(stack, host.tensor(slot));
     if (observer != nullptr) observer->phase(CallPhase::OutputsPushed);
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
@@ -181,7 +204,11 @@ int NativeOp::install_plans(const OpPlans& in) {
     if (int(p.outputs.size()) != num_returns_) refuse("a plan returning", std::to_string(p.outputs.size()), schema_);
   }
   std::lock_guard<std::mutex> lock(plans_.trace_mutex());
-  for (const LaunchPlan& p : in.plans) plans_.add(std::make_unique<LaunchPlan>(p));
+  for (const LaunchPlan& p : in.plans) {
+    auto plan = std::make_unique<LaunchPlan>(p);
+    resolve_aten_steps(qualname_, *plan);
+    plans_.add(std::move(plan));
+  }
   return int(in.plans.size());
 }
 

@@ -1,8 +1,12 @@
 #include "torch_launch_host.h"
 
+#include <ATen/core/grad_mode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include "../runtime/error.h"
+#include "aten_step.h"
+#include "dtype_map.h"
 #include "output_allocation.h"
 
 namespace torch_tile {
@@ -18,17 +22,56 @@ TensorArg view_of(const at::Tensor& t, const DLDataType& dtype) {
 }
 
 TorchLaunchHost::TorchLaunchHost(const CallArgs& args, const c10::IValue* inputs, c10::Device device)
-    : inputs_(inputs), device_(device), first_output_(args.num_args),
+    : args_(args), inputs_(inputs), device_(device), first_made_(args.num_args),
       allocator_(c10::GetAllocator(c10::DeviceType::CUDA)) {}
 
-TensorArg TorchLaunchHost::allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) {
-  if (slot != first_output_ + int(outputs_.size())) fail(ErrorKind::Runtime, "outputs allocated out of order");
-  const at::Tensor* like = nullptr;
-  if (step.kind == AllocStep::Kind::EmptyLike) {
-    like = step.like_slot >= first_output_ ? &output(step.like_slot) : &inputs_[step.like_slot].toTensor();
+TorchLaunchHost::Made& TorchLaunchHost::made(int slot) {
+  const size_t i = size_t(slot - first_made_);
+  if (slot < first_made_ || i > made_.size()) fail(ErrorKind::Runtime, "plan tensors made out of order");
+  if (i == made_.size()) made_.emplace_back();
+  return made_[i];
+}
+
+const at::Tensor& TorchLaunchHost::tensor(int slot) {
+  if (slot < first_made_) return inputs_[slot].toTensor();
+  Made& m = made(slot);
+  if (!m.tensor.defined()) {
+    if (m.view_base < 0) fail(ErrorKind::Runtime, "plan slot " + std::to_string(slot) + " holds no tensor");
+    const at::Tensor& base = tensor(m.view_base);
+    const TensorArg& a = args_.slots[slot];
+    // Views of the op's own intermediates: no autograd bookkeeping.
+    c10::impl::ExcludeDispatchKeyGuard below_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+    const c10::ScalarType dtype = to_scalar_type(unpack_dtype(m.view_dtype));
+    const at::Tensor typed = base.scalar_type() == dtype ? base : base.view(dtype);
+    m.tensor = typed.as_strided(c10::IntArrayRef(a.sizes, size_t(a.ndim)), c10::IntArrayRef(a.strides, size_t(a.ndim)),
+                                typed.storage_offset() + m.view_offset);
   }
-  outputs_.push_back(allocate_output(step, shape, rank, like, allocator_, c10::DispatchKeySet(c10::DispatchKey::CUDA)));
-  return view_of(outputs_.back(), unpack_dtype(step.dtype));
+  return m.tensor;
+}
+
+TensorArg TorchLaunchHost::allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) {
+  const at::Tensor* like = step.kind == AllocStep::Kind::EmptyLike ? &tensor(step.like_slot) : nullptr;
+  at::Tensor t = allocate_output(step, shape, rank, like, allocator_, c10::DispatchKeySet(c10::DispatchKey::CUDA));
+  Made& m = made(slot);
+  m.tensor = std::move(t);
+  return view_of(m.tensor, unpack_dtype(step.dtype));
+}
+
+void TorchLaunchHost::add_view(int slot, const ViewStep& step, int64_t offset) {
+  Made& m = made(slot);
+  m.view_base = step.base;
+  m.view_offset = offset;
+  m.view_dtype = step.dtype;
+}
+
+void TorchLaunchHost::run_aten(const AtenStep& step, CallArgs& args, int first_slot) {
+  c10::SmallVector<at::Tensor, 2> results;
+  run_aten_step(step, args, [this](int slot) -> const at::Tensor& { return tensor(slot); }, device_, results);
+  for (int i = 0; i < step.num_outputs; ++i) {
+    Made& m = made(first_slot + i);
+    m.tensor = std::move(results[size_t(i)]);
+    args.slots[first_slot + i] = view_of(m.tensor, dl_dtype_of(m.tensor));
+  }
 }
 
 void* TorchLaunchHost::scratch(size_t bytes, size_t alignment) {

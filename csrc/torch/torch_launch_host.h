@@ -1,5 +1,6 @@
 // LaunchHost for PyTorch: outputs from the CUDA caching allocator (no
-// dispatcher round trip), scratch memory likewise, the current torch stream.
+// dispatcher round trip), scratch memory likewise, ATen steps through the
+// dispatcher, views as tensors only when one is needed, the current torch stream.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -13,22 +14,35 @@ namespace torch_tile {
 
 class TorchLaunchHost final : public LaunchHost {
  public:
-  // `inputs` are the op's arguments on the dispatcher stack.
+  // `inputs` are the op's arguments on the dispatcher stack; `args` is the
+  // call's (it outlives the host).
   TorchLaunchHost(const CallArgs& args, const c10::IValue* inputs, c10::Device device);
 
   TensorArg allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) override;
+  void add_view(int slot, const ViewStep& step, int64_t offset) override;
+  void run_aten(const AtenStep& step, CallArgs& args, int first_slot) override;
   void* scratch(size_t bytes, size_t alignment) override;
   cu::CUstream stream() override;
 
-  // Allocated outputs by slot (from the first output slot on).
-  at::Tensor& output(int slot) { return outputs_[size_t(slot - first_output_)]; }
+  // The tensor in `slot` (an argument, or one the plan made; a view becomes a
+  // tensor here, once).
+  const at::Tensor& tensor(int slot);
 
  private:
+  struct Made {
+    at::Tensor tensor;        // undefined for a view not yet needed as a tensor
+    int32_t view_base = -1;   // views: the base slot
+    int64_t view_offset = 0;  // views: elements from the base's element 0
+    uint32_t view_dtype = 0;
+  };
+  Made& made(int slot);
+
+  const CallArgs& args_;
   const c10::IValue* inputs_;
   const c10::Device device_;
-  const int first_output_;
+  const int first_made_;
   c10::Allocator* allocator_;
-  c10::SmallVector<at::Tensor, 4> outputs_;
+  c10::SmallVector<Made, 4> made_;
   c10::SmallVector<c10::DataPtr, 1> scratch_;
 };
 

@@ -37,9 +37,9 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[_pla
     if bad:
         raise tracer.error(f"launch option(s) {sorted(bad)} are chosen by torch_tile (current device and stream)")
     for k, v in options.items():
-        if isinstance(v, SymbolicInt):
+        if isinstance(v, (SymbolicInt, SymbolicFloat)):
             options[k] = v.specialize()  # options are compile-time: guard on the value, as Dynamo would
-        elif isinstance(v, (SymbolicFloat, TensorProxy)):
+        elif isinstance(v, TensorProxy):
             raise tracer.error(f"launch option {k}= must be a constant, got {v!r}")
     try:
         bound = kernel.signature.bind(*args, **{k: v for k, v in kwargs.items() if k in param_names})
@@ -85,7 +85,9 @@ def _bind(tracer, kernel, kp, value) -> tuple[Any, _plan.Binding, Any]:
             return K.STATIC, _static(), bool(value.specialize())  # constexpr bools stay bools (guarded)
         if isinstance(value, SymbolicInt):
             return K.CONSTEXPR, _plan.Binding(K.CONSTEXPR, expr=_plan.expr(value.encode())), None
-        if isinstance(value, (TensorProxy, SymbolicFloat)):
+        if isinstance(value, SymbolicFloat):
+            return K.STATIC, _static(), value.specialize()  # a compile-time float: guarded on its value
+        if isinstance(value, TensorProxy):
             raise tracer.error(f"{where} is tl.constexpr but receives {value!r}")
         return K.STATIC, _static(), value
     if isinstance(value, TensorProxy):

@@ -1,0 +1,110 @@
+"""Real host wrappers (Liger-Kernel, Triton's tutorials) called unchanged from
+torch_tile op bodies: the corpus in tests/liger_corpus.py.
+
+  * test_trace: every op traces into a launch plan (the tracer taking real code).
+  * test_cpu: the op on CPU (the body under Triton's interpreter) against the
+    torch reference.
+  * test_library_cpu: the library's own result on CPU (the wrapper called
+    directly, its launches run by Triton's interpreter) against the torch
+    reference: checks the corpus itself, independently of the tracer.
+  * test_cuda: op result == library result (bit for bit where the entry is
+    deterministic) and both match the torch reference.
+
+Needs liger-kernel (pip install --no-deps wheels/liger_kernel-*.whl); the module
+is skipped without it.
+"""
+
+import pytest
+import torch
+
+pytest.importorskip("liger_kernel", reason="needs liger-kernel (pip install --no-deps wheels/liger_kernel-*.whl)")
+
+import torch_tile  # noqa: E402
+from torch_tile._launch_mode import launch_mode  # noqa: E402
+from torch_tile.frontends.triton.interpret import InterpretLaunches  # noqa: E402
+
+from conftest import requires_cuda  # noqa: E402
+from liger_corpus import ENTRIES, assert_matches, outputs  # noqa: E402
+
+
+def _id(entry) -> str:
+    return entry.qualname.replace("::", ".")
+
+
+CASE_PARAMS = [pytest.param(e, c, id=f"{_id(e)}-{c.id}") for e in ENTRIES for c in e.cases]
+
+
+def _device() -> torch.device:
+    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+
+
+def _expect(entry, case, result, device, what):
+    """The result against the entry's reference (or its property check), on fresh arguments."""
+    args = case.make(device)
+    if entry.check is not None:
+        entry.check(result, args)
+    else:
+        assert_matches(result, entry.reference(*args), case, entry, what)
+
+
+# -- tracing ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry,case", CASE_PARAMS)
+def test_trace(entry, case):
+    """op.trace(*args) on the case's arguments (CUDA tensors where there is a GPU, else CPU ones) returns a
+    launch plan with at least one launch."""
+    plan = entry.op().trace(*case.make(_device()))
+    assert isinstance(plan, torch_tile._C.LaunchPlan), f"trace returned {type(plan).__name__}"
+    assert len(plan.launches) >= 1, "the plan launches nothing"
+
+
+# -- CPU: Triton's interpreter ------------------------------------------------------------------------------
+
+
+def _skip_on_cpu(entry, case):
+    if entry.cpu_skip:
+        pytest.skip(entry.cpu_skip)
+    if case.gpu_only:
+        pytest.skip(case.gpu_only)
+
+
+@pytest.mark.parametrize("entry,case", CASE_PARAMS)
+def test_cpu(entry, case):
+    _skip_on_cpu(entry, case)
+    op = entry.op()
+    args = case.make(torch.device("cpu"))
+    result = op(*args)
+    _expect(entry, case, result, torch.device("cpu"), f"{entry.qualname}[{case.id}] on CPU")
+
+
+@pytest.mark.parametrize("entry,case", CASE_PARAMS)
+def test_library_cpu(entry, case):
+    """The wrapper itself (no torch_tile op), its launches run by Triton's interpreter."""
+    _skip_on_cpu(entry, case)
+    args = case.make(torch.device("cpu"))
+    with launch_mode(InterpretLaunches()):
+        result = entry.body(*args)
+    _expect(entry, case, result, torch.device("cpu"), f"library {entry.wrapper}[{case.id}] on CPU (interpreted)")
+
+
+# -- CUDA -------------------------------------------------------------------------------------------------------
+
+
+@requires_cuda
+@pytest.mark.parametrize("entry,case", CASE_PARAMS)
+def test_cuda(entry, case):
+    device = _device()
+    op = entry.op()
+    result = op(*case.make(device))
+    library = entry.body(*case.make(device))  # the wrapper called directly: Triton launches it
+    what = f"{entry.qualname}[{case.id}] on CUDA"
+    if entry.exact:
+        got, want = outputs(result), outputs(library)
+        assert len(got) == len(want), f"{what}: {len(got)} outputs, the library returns {len(want)}"
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert a.dtype == b.dtype and a.shape == b.shape, f"{what}: output {i} differs from the library's"
+            torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True,
+                                       msg=lambda m: f"{what}: output {i} is not the library's, bit for bit: {m}")
+    _expect(entry, case, library, device, f"library {entry.wrapper}[{case.id}] on CUDA")
+    _expect(entry, case, result, device, what)

@@ -1,0 +1,279 @@
+"""Records what an op body does to tensors with torch itself: views, copies,
+arithmetic, ``torch.*`` functions.
+
+The call runs on the stand-ins' shadows (FakeTensors with symbolic sizes, see
+``_symbolic_shapes``) under a dispatch mode that sees each ATen operator
+after torch's own decompositions (``x.contiguous()`` on a contiguous tensor is
+no operator at all, only the guards that proved it contiguous). Each operator
+becomes a plan step:
+
+* a view (its schema's result aliases an argument): a ``ViewStep``, sizes,
+  strides and offset as plan expressions, evaluated natively with no ATen call;
+* anything else: an ``AtenStep``, replayed from C++ through the dispatcher with
+  the same arguments (tensors by slot, ints as expressions, float arguments by
+  index).
+
+Operators whose results depend on data (``.item()``, ``nonzero``, boolean
+masks) are refused, naming the body's line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import _C, _plan
+from ._expr import SymbolicInt
+from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy
+from ._symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked
+from ._trace_state import body_location
+
+A = _plan.AtenArgKind
+
+# Operators that change a tensor's metadata in place: a plan's slots keep theirs.
+_METADATA_MUTATIONS = ("resize_", "resize_as_", "as_strided_", "set_", "squeeze_", "unsqueeze_", "transpose_", "t_",
+                       "swapdims_", "swapaxes_", "detach_")
+
+
+def _probe_float(index: int) -> float:
+    """A float no body computes, standing for float argument ``index`` inside
+    ATen calls, so that the recorder can tell it from constants."""
+    return 1.0 + (index + 1) * 2.0**-40 + 2.0**-51
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self, owner: "AtenRecorder"):
+        super().__init__()
+        self.owner = owner
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace == "prim":  # prim.device and the like: metadata
+            return func(*args, **kwargs)
+        return self.owner.record(func, args, kwargs)
+
+
+class AtenRecorder:
+    """The ATen half of one trace (the tracer owns one)."""
+
+    def __init__(self, tracer):
+        self.tracer = tracer
+        self.shapes = SymbolicShapes(tracer)
+        self._proxy_of: dict[int, TensorProxy] = {}  # id(shadow) -> stand-in
+        self._shadow_of: dict[int, Any] = {}  # id(stand-in) -> shadow
+        self._keep: list = []  # shadows stay alive while their ids are keys
+        self._float_of_probe: dict[float, int] = {}
+
+    # -- stand-ins <-> shadows ------------------------------------------------------------------
+    def shadow(self, proxy: TensorProxy):
+        fake = self._shadow_of.get(id(proxy))
+        if fake is None:
+            sizes, strides = self.tracer.shadow_dims(proxy)
+            fake = self.shapes.fake_tensor(sizes, strides, proxy._meta.dtype, self.tracer.device)
+            self._bind(proxy, fake)
+        return fake
+
+    def _bind(self, proxy: TensorProxy, fake) -> None:
+        self._shadow_of[id(proxy)] = fake
+        self._proxy_of[id(fake)] = proxy
+        self._keep += [proxy, fake]
+
+    def _to_shadow(self, value):
+        if isinstance(value, TensorProxy):
+            return self.shadow(value)
+        if isinstance(value, SymbolicInt):
+            return self.shapes.symint(value)
+        if isinstance(value, SymbolicFloat):
+            probe = _probe_float(value.arg)
+            self._float_of_probe[probe] = value.arg
+            return probe
+        return value
+
+    def _from_shadow(self, value, what: str):
+        if isinstance(value, torch.Tensor):
+            proxy = self._proxy_of.get(id(value))
+            if proxy is None:
+                raise self.tracer.error(f"{what} made a tensor the launch plan did not record")
+            return proxy
+        if isinstance(value, torch.SymInt):
+            return self.shapes.symbolic_int(value, what)
+        if isinstance(value, torch.SymBool):
+            result = bool(value)  # guarded by ShapeEnv
+            self.shapes.take_guards()
+            return result
+        if isinstance(value, float) and value in self._float_of_probe:
+            return self.tracer.stand_ins[self._float_of_probe[value]]
+        return value
+
+    # -- one torch call of the body ---------------------------------------------------------------
+    def call(self, func, args: tuple, kwargs: dict, what: str):
+        shadow_args, shadow_kwargs = pytree.tree_map(self._to_shadow, (args, kwargs))
+        try:
+            with torch._C.DisableTorchFunction(), self.shapes.mode, _Recorder(self):
+                out = func(*shadow_args, **shadow_kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as e:
+            raise self.tracer.error(f"{what} depends on the tensors' data ({type(e).__name__}: {e}); a launch plan "
+                                    "holds only what sizes decide: compute it in a kernel, or outside the op") \
+                from None
+        self.shapes.take_guards()
+        return pytree.tree_map(lambda v: self._from_shadow(v, what), out)
+
+    # -- one ATen operator --------------------------------------------------------------------------
+    def record(self, func, args: tuple, kwargs: dict):
+        name = f"{func.namespace}::{func._schema.name.split('::')[-1]}"
+        what = f"`{func}`"
+        if func._schema.name.split("::")[-1] in _METADATA_MUTATIONS:
+            raise self.tracer.error(f"{what} changes a tensor's sizes or strides in place, which a launch plan "
+                                    "cannot follow: use the out-of-place form")
+        if any(str(r.type) != "Tensor" and "Tensor" not in str(r.type) for r in func._schema.returns):
+            raise self.tracer.error(f"{what} returns a value read from the tensors' data (it depends on the "
+                                    "tensors' data: a launch plan holds only what sizes decide; compute it in a "
+                                    "kernel, or outside the op)")
+        try:
+            out = func(*args, **kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException):
+            raise
+        except Exception as e:  # torch's own error for these arguments (a bad view, a dtype mismatch)
+            raise self.tracer.error(f"{what}: {type(e).__name__}: {e}") from None
+        self.shapes.take_guards()
+        results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
+        for r in pytree.tree_leaves(out):
+            if is_unbacked(r) or (isinstance(r, torch.Tensor) and any(is_unbacked(s) for s in r.shape)):
+                raise self.tracer.error(f"{what} has a result whose size depends on the tensors' data; a launch "
+                                        "plan holds only what sizes decide")
+        schema = func._schema
+        written = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        # A view by what it is, not by its schema's "may alias" (contiguous(), reshape()).
+        storages = {a.untyped_storage()._cdata for a in pytree.tree_leaves((args, kwargs))
+                    if isinstance(a, torch.Tensor)}
+        views = [r for r in results if r.untyped_storage()._cdata in storages]
+        if views and not written:
+            if len(views) != len(results):
+                raise self.tracer.error(f"{what} returns views and new tensors together, which a launch plan "
+                                        "cannot replay")
+            for r in results:
+                self._record_view(func, args, kwargs, r)
+            return out
+        arguments = self._arguments(func, args, kwargs)
+        if written:
+            self.tracer.add_aten_step(_plan.AtenStep(name, schema.overload_name, arguments, 0,
+                                                     body_location(self.tracer.op.fn)), [], written_slots=[
+                self._slot_of(kwargs.get(a.name, args[i] if i < len(args) else None), what)
+                for i, a in enumerate(schema.arguments) if a in written])
+            return out
+        for r in results:
+            self._check_result(r, what)
+        metas = [self._proxy_dims(r, what) for r in results]
+        proxies = self.tracer.add_aten_step(
+            _plan.AtenStep(name, schema.overload_name, arguments, len(results), body_location(self.tracer.op.fn)),
+            metas)
+        for r, p in zip(results, proxies):
+            self._bind(p, r)
+        return out
+
+    def _check_result(self, r: torch.Tensor, what: str) -> None:
+        if r.device != self.tracer.device and not (r.device.type == self.tracer.device.type and r.dim() == 0):
+            raise self.tracer.error(f"{what} makes a tensor on {r.device}; the op's tensors are on "
+                                    f"{self.tracer.device}")
+        self.tracer.check_dtype(r.dtype, what)
+
+    def _proxy_dims(self, r: torch.Tensor, what: str):
+        sizes = [self.shapes.symbolic_int(s, f"{what}.size({d})") for d, s in enumerate(r.shape)]
+        strides = [self.shapes.symbolic_int(s, f"{what}.stride({d})") for d, s in enumerate(r.stride())]
+        hints = TensorMeta([int(getattr(s, "value", s)) for s in sizes], [int(getattr(s, "value", s))
+                                                                         for s in strides], r.dtype)
+        return hints, sizes, strides
+
+    def _record_view(self, func, args, kwargs, r: torch.Tensor) -> None:
+        what = f"`{func}`"
+        base_fake = next((a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)
+                          and a.untyped_storage()._cdata == r.untyped_storage()._cdata), None)
+        if base_fake is None:
+            raise self.tracer.error(f"{what} returned a view of no argument")
+        base = self._proxy_of[id(base_fake)]
+        if r.dtype.itemsize != base_fake.dtype.itemsize:
+            raise self.tracer.error(f"{what} reinterprets {base_fake.dtype} as {r.dtype} of another width; only "
+                                    "views of the same element size are supported")
+        hints, sizes, strides = self._proxy_dims(r, what)
+        offset = self.shapes.symbolic_int(r.storage_offset() - base_fake.storage_offset(), f"{what}.offset")
+        proxy = self.tracer.add_view(base, hints, sizes, strides, offset)
+        self._bind(proxy, r)
+
+    def _slot_of(self, fake, what: str) -> int:
+        proxy = self._proxy_of.get(id(fake))
+        if proxy is None:
+            raise self.tracer.error(f"{what} reads a tensor that is neither an argument of the op nor made in its "
+                                    "body (a tensor captured from outside cannot be part of a launch plan)")
+        return proxy._slot
+
+    def _int(self, value, what: str) -> _plan.Expr:
+        if isinstance(value, torch.SymInt):
+            try:
+                return _plan.Expr(list(self.shapes.to_code(value.node.expr)), str(value.node.expr))
+            except Untranslatable as e:
+                raise self.tracer.error(f"{what}: {e}") from None
+        return _plan.Expr([int(_plan.ExprOp.CONST), int(value)], str(int(value)))
+
+    def _number(self, kind, value, what: str) -> _plan.AtenArg:
+        if isinstance(value, bool):
+            return _plan.AtenArg(kind, ints=[self._int(int(value), what)]) if kind != A.FLOAT else \
+                _plan.AtenArg(A.FLOAT, number=float(value))
+        if isinstance(value, (int, torch.SymInt)):
+            if kind == A.FLOAT:
+                return _plan.AtenArg(A.FLOAT, number=float(value))
+            return _plan.AtenArg(kind, ints=[self._int(value, what)])
+        if isinstance(value, float):
+            if value in self._float_of_probe:
+                return _plan.AtenArg(kind, slots=[self._float_of_probe[value]])
+            return _plan.AtenArg(kind, number=value)
+        raise self.tracer.error(f"{what}: a {type(value).__name__} where a number is expected")
+
+    def _arguments(self, func, args: tuple, kwargs: dict) -> list:
+        out = []
+        for i, a in enumerate(func._schema.arguments):
+            if a.kwarg_only or i >= len(args):
+                value = kwargs[a.name] if a.name in kwargs else a.default_value if a.has_default_value() else None
+            else:
+                value = args[i]
+            out.append(self._argument(a, value, f"argument '{a.name}' of `{func}`"))
+        return out
+
+    def _argument(self, schema_arg, value, what: str) -> _plan.AtenArg:
+        t = str(schema_arg.real_type)
+        t = t[len("Optional["):-1] if t.startswith("Optional[") else t
+        if value is None:
+            return _plan.AtenArg(A.NONE)
+        if t == "Tensor":
+            if isinstance(value, torch.Tensor):
+                return _plan.AtenArg(A.TENSOR, slots=[self._slot_of(value, what)])
+            return self._number(A.WRAPPED_SCALAR, value, what)
+        if t == "List[Tensor]":
+            return _plan.AtenArg(A.TENSOR_LIST, slots=[self._slot_of(v, what) for v in value])
+        if t == "List[Optional[Tensor]]":
+            return _plan.AtenArg(A.OPTIONAL_TENSOR_LIST, slots=[-1 if v is None else self._slot_of(v, what)
+                                                                 for v in value])
+        if t in ("int", "SymInt"):
+            return _plan.AtenArg(A.INT, ints=[self._int(value, what)])
+        if t in ("List[int]", "List[SymInt]"):
+            values = [value] if isinstance(value, (int, torch.SymInt)) else value
+            return _plan.AtenArg(A.INT_LIST, ints=[self._int(v, what) for v in values])
+        if t in ("ScalarType", "Layout", "MemoryFormat"):
+            code = value if isinstance(value, int) else _C.enum_code(value)  # schema defaults are codes already
+            return _plan.AtenArg(A.INT, ints=[self._int(code, what)])
+        if t == "float":
+            return self._number(A.FLOAT, value, what)
+        if t == "bool":
+            return _plan.AtenArg(A.BOOL, number=float(bool(value)))
+        if t == "str":
+            return _plan.AtenArg(A.STRING, text=value)
+        if t == "Device":
+            if torch.device(value).type != self.tracer.device.type:
+                raise self.tracer.error(f"{what} is {value}; the op's tensors are on {self.tracer.device}")
+            return _plan.AtenArg(A.DEVICE)
+        if t in ("Scalar", "number"):
+            return self._number(A.SCALAR, value, what)
+        raise self.tracer.error(f"{what} has type {schema_arg.real_type}, which a launch plan cannot replay")
