@@ -174,3 +174,40 @@ def test_config_pre_hook_work_on_tensors_is_an_aten_step_of_the_plan():
     plan = hooked_declared.trace(torch.randn(8))
     assert [(s.name, s.num_outputs) for s in plan.aten_steps] == [("aten::zero_", 0)]
     assert [s.kind for s in plan.order] == [tt._plan.StepKind.ATEN, tt._plan.StepKind.LAUNCH]
+
+
+@triton.jit
+def _scaled_copy(x_ptr, out_ptr, n, SCALE: tl.constexpr, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) * SCALE)
+    else:
+        mask = offsets < n
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * SCALE, mask=mask)
+
+
+_configs = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})]
+# Under the autotuner a heuristic sees the chosen config; over it, only the arguments (as in Triton).
+autotune_over_heuristics = triton.autotune(configs=_configs, key=["n"])(
+    triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(_scaled_copy))
+heuristics_over_autotune = triton.heuristics({"EVEN": lambda args: args["n"] % 128 == 0})(
+    triton.autotune(configs=_configs, key=["n"])(_scaled_copy))
+
+
+@pytest.mark.parametrize("kernel", [autotune_over_heuristics, heuristics_over_autotune],
+                         ids=["autotune_over_heuristics", "heuristics_over_autotune"])
+def test_stacked_triton_decorators_launch(kernel):
+    name = "stack_" + ("ah" if kernel is autotune_over_heuristics else "ha")
+
+    @tt.op(f"{NS}::{name}")
+    def scaled(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        n = x.numel()
+        kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n, SCALE=3)
+        return out
+
+    for n in (256, 100):  # EVEN true, then false: each case its own plan
+        x = torch.randn(n)
+        plan = scaled.trace(x)
+        assert len(plan.launches) == 1
+        torch.testing.assert_close(scaled(x), 3 * x)

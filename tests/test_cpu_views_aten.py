@@ -167,3 +167,15 @@ def test_plans_with_views_and_aten_steps_round_trip_through_bytes():
     assert [a.name for a in loaded.aten_steps] == [a.name for a in plan.aten_steps]
     assert [(s.kind, s.index) for s in loaded.order] == [(s.kind, s.index) for s in plan.order]
     assert [[e.code for e in v.sizes] for v in loaded.views] == [[e.code for e in v.sizes] for v in plan.views]
+
+
+def test_list_int_argument_items_are_symbolic_and_its_length_guarded():
+    x = torch.randn(4, 6)
+    for shape in ([24], [3, 8], [2, 3, 4]):
+        torch.testing.assert_close(V.reshaped_scale(x, shape, 2.0), V.reshaped_scale_reference(x, shape, 2.0))
+    plan = V.reshaped_scale.trace(x, [3, 8], 2.0)
+    assert "len(shape) == 2" in [g.text for g in plan.guards]
+    assert [e.text for e in plan.allocs[0].shape] == ["shape[0]", "shape[1]"]
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda a, s: V.reshaped_scale(a, s, 2.0), fullgraph=True, dynamic=True)
+    torch.testing.assert_close(compiled(x, [3, 8]), V.reshaped_scale_reference(x, [3, 8], 2.0))

@@ -111,3 +111,15 @@ def test_torch_compile_and_opcheck():
         compiled = torch.compile(lambda *a, op=op: op(*a), fullgraph=True, dynamic=True)
         torch.testing.assert_close(compiled(*args), reference(*args))
         torch.library.opcheck(op.overload, args)
+
+
+def test_list_int_argument():
+    x = torch.randn(4, 6, device="cuda")
+    for shape in ([24], [3, 8], [2, 3, 4], [8, 3]):
+        torch.testing.assert_close(V.reshaped_scale(x, shape, 2.0), V.reshaped_scale_reference(x, shape, 2.0))
+
+
+def test_device_context_in_a_body():
+    for device in range(torch.cuda.device_count()):
+        x = torch.randn(1000, device=f"cuda:{device}")
+        torch.testing.assert_close(V.in_device_context(x), 3 * x)

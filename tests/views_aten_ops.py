@@ -130,3 +130,28 @@ CASES = {
     "transposed_rows": (transposed_rows, transposed_rows_reference),
     "epilogue": (epilogue, epilogue_reference),
 }
+
+
+@tt.op(f"{NS}::reshaped_scale")
+def reshaped_scale(x: torch.Tensor, shape: list[int], alpha: float) -> torch.Tensor:
+    """A list[int] argument: its items are symbolic (sizes of an allocation), its length guarded."""
+    out = torch.empty(shape, device=x.device, dtype=torch.float32)
+    flat = x.reshape(-1).float()
+    n = flat.numel()
+    axpy_kernel[(triton.cdiv(n, 256),)](flat, torch.zeros_like(flat), out, n, alpha, BLOCK=256)
+    return out
+
+
+def reshaped_scale_reference(x, shape, alpha):
+    return (x.float() * alpha).reshape(shape)
+
+
+@tt.op(f"{NS}::in_device_context")
+def in_device_context(x: torch.Tensor) -> torch.Tensor:
+    """FlagGems' launcher: the launch under the tensor's device context, with an alignment check."""
+    out = torch.empty_like(x)
+    n = x.numel()
+    assert x.device.index == torch.device(x.device).index
+    with torch.cuda.device(x.device):
+        axpy_kernel[(triton.cdiv(n, 256),)](x, x, out, n, 2.0, BLOCK=256)
+    return out

@@ -29,9 +29,11 @@ _SCALAR_TYPES = {
     ArgKind.BOOL: (bool, torch.SymBool),
     ArgKind.STRING: (str,),
     ArgKind.DTYPE: (torch.dtype,),
+    ArgKind.INT_LIST: (list, tuple),
 }
 _SCALAR_NAMES = {ArgKind.INT: "an int", ArgKind.FLOAT: "a float", ArgKind.BOOL: "a bool", ArgKind.STRING: "a str",
-                 ArgKind.DTYPE: "a torch.dtype"}
+                 ArgKind.DTYPE: "a torch.dtype",
+                 ArgKind.INT_LIST: "a list of ints"}
 # An optional kind's present kind (OPTIONAL_INT -> INT), as in csrc/runtime/launch_plan.h's value_kind.
 _FIRST_OPTIONAL = int(ArgKind.OPTIONAL_TENSOR)
 
@@ -50,12 +52,13 @@ def check_call_arguments(op: "TileOp", args: Sequence[Any]) -> None:
     first = None  # (name, device) of the first tensor argument
     for name, kind, value in zip(op.arg_names, op.arg_kinds, args):
         where = f"{op.qualname}: argument '{name}'"
-        if int(kind) >= _FIRST_OPTIONAL:
+        if _FIRST_OPTIONAL <= int(kind) <= int(ArgKind.OPTIONAL_DTYPE):
             if value is None:
                 continue
             kind = ArgKind(int(kind) - _FIRST_OPTIONAL)
         if kind != ArgKind.TENSOR:
-            if not isinstance(value, _SCALAR_TYPES[kind]) or (kind == ArgKind.INT and isinstance(value, bool)):
+            if not isinstance(value, _SCALAR_TYPES[kind]) or (kind == ArgKind.INT and isinstance(value, bool)) or (
+                    kind == ArgKind.INT_LIST and not all(isinstance(v, (int, torch.SymInt)) for v in value)):
                 raise TypeError(f"{where} expected {_SCALAR_NAMES[kind]}, got {_describe(value)}")
             continue
         if not isinstance(value, torch.Tensor):

@@ -272,6 +272,12 @@ def evaluate(code, tensors: list, scalars: list):
         elif op == Op.DATA_PTR:
             stack.append(0)
             pc += 1
+        elif op == Op.LIST_LEN:
+            stack.append(len(scalars[code[pc]]))
+            pc += 1
+        elif op == Op.LIST_ITEM:
+            stack.append(scalars[code[pc]][code[pc + 1]])
+            pc += 2
         elif op == Op.FLOAT_BITS:
             stack.append(struct.unpack("<q", struct.pack("<d", float(scalars[code[pc]])))[0])
             pc += 1

@@ -24,7 +24,8 @@ _ARG_KINDS = {"Tensor": ArgKind.TENSOR, "int": ArgKind.INT, "SymInt": ArgKind.IN
               "Optional[Tensor]": ArgKind.OPTIONAL_TENSOR, "Optional[int]": ArgKind.OPTIONAL_INT,
               "Optional[SymInt]": ArgKind.OPTIONAL_INT, "Optional[float]": ArgKind.OPTIONAL_FLOAT,
               "Optional[bool]": ArgKind.OPTIONAL_BOOL, "Optional[str]": ArgKind.OPTIONAL_STRING,
-              "Optional[ScalarType]": ArgKind.OPTIONAL_DTYPE}
+              "Optional[ScalarType]": ArgKind.OPTIONAL_DTYPE, "List[int]": ArgKind.INT_LIST,
+              "List[SymInt]": ArgKind.INT_LIST}
 
 
 class TileOp:
@@ -68,7 +69,7 @@ class TileOp:
             if kind is None:
                 raise TypeError(
                     f"torch_tile.op {qualname}: argument '{a.name}' has type {a.real_type}; supported: Tensor, int, "
-                    "float, bool, str, torch.dtype and Optional of each"
+                    "float, bool, str, torch.dtype, Optional of each, and list[int]"
                 )
             kinds.append(kind)
         self.kwarg_only = [a.name for a in parsed.arguments if a.kwarg_only]

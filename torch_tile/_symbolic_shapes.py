@@ -28,7 +28,7 @@ class Untranslatable(Exception):
     """A sympy expression with no plan bytecode (or the reverse)."""
 
 
-_ATOMS = (Op.SIZE, Op.STRIDE, Op.SCALAR)
+_ATOMS = (Op.SIZE, Op.STRIDE, Op.SCALAR, Op.LIST_ITEM)
 
 _SYMPY_BINARY = {
     Op.ADD: lambda a, b: a + b,
@@ -92,7 +92,7 @@ class SymbolicShapes:
                 stack.append(sympy.Integer(code[pc + 1]))
                 pc += 2
             elif op in _ATOMS:
-                width = 3 if op in (Op.SIZE, Op.STRIDE) else 2
+                width = 3 if op in (Op.SIZE, Op.STRIDE, Op.LIST_ITEM) else 2
                 stack.append(self._atom(tuple(int(c) for c in code[pc:pc + width])))
                 pc += width
             elif op == Op.NUMEL:

@@ -144,11 +144,14 @@ class Tracer(GuardSink, LaunchMode):
     def _stand_in(self, i: int, value: Any):
         name = self.op.arg_names[i]
         kind = self.op.arg_kinds[i]
-        if kind >= _plan.ArgKind.OPTIONAL_TENSOR:  # which optional arguments are None selects the plan
+        if _plan.ArgKind.OPTIONAL_TENSOR <= kind <= _plan.ArgKind.OPTIONAL_DTYPE:  # None or not selects the plan
             if value is None:
                 self.add_guard((Op.IS_NONE, i), f"{name} is None")
                 return None
             self.add_guard((Op.IS_NONE, i, Op.NOT), f"{name} is not None")
+        if kind == _plan.ArgKind.INT_LIST:  # its length is guarded; its items are symbolic
+            self.add_guard((Op.LIST_LEN, i, Op.CONST, len(value), Op.EQ), f"len({name}) == {len(value)}")
+            return [SymbolicInt((Op.LIST_ITEM, i, k), f"{name}[{k}]", int(v), self) for k, v in enumerate(value)]
         if isinstance(value, str):  # a mode string: the plan holds for this value
             data = value.encode()
             words = [int.from_bytes(data[k:k + 8].ljust(8, b"\0"), "little", signed=True)
@@ -248,6 +251,8 @@ class Tracer(GuardSink, LaunchMode):
         op, slot = Op(atom[0]), atom[1]
         if op == Op.SCALAR:
             return concrete(self.stand_ins[slot]) if slot < self.num_args else 0
+        if op == Op.LIST_ITEM:
+            return self.stand_ins[slot][atom[2]].value
         if slot < self.num_args:
             proxy = self.stand_ins[slot]
             return (proxy._meta.sizes if op == Op.SIZE else proxy._meta.strides)[atom[2]]
@@ -260,6 +265,8 @@ class Tracer(GuardSink, LaunchMode):
         name = self.op.arg_names[slot] if slot < self.num_args else f"out{slot - self.num_args}"
         if op == Op.SCALAR:
             return name
+        if op == Op.LIST_ITEM:
+            return f"{name}[{atom[2]}]"
         return f"{name}.{'size' if op == Op.SIZE else 'stride'}({atom[2]})"
 
     def _alloc_dims_of(self, slot: int) -> tuple[list, list]:
@@ -471,7 +478,7 @@ class Tracer(GuardSink, LaunchMode):
             except TraceError as e:
                 raise self.error(f"the pre_hook of autotune config {config} of {jit.fn.__name__} can only set "
                                  f"launch arguments such as descriptor block shapes: {e}") from None
-        return jit, {**kwargs, **config.all_kwargs()}
+        return jit, autotune.with_heuristics(tuner, args, {**kwargs, **config.all_kwargs()})
 
     def _can_measure(self) -> bool:
         """Timing needs the call's real CUDA tensors (not fake, meta or CPU ones)."""

@@ -73,7 +73,8 @@ void bind_kinds(py::module_& m) {
       .value("NOT", ExprOp::Not).value("BITAND", ExprOp::BitAnd).value("BITOR", ExprOp::BitOr)
       .value("BITXOR", ExprOp::BitXor).value("SHL", ExprOp::Shl).value("SHR", ExprOp::Shr)
       .value("IS_NONE", ExprOp::IsNone).value("DATA_PTR", ExprOp::DataPtr).value("STR_EQ", ExprOp::StrEq)
-      .value("FLOAT_BITS", ExprOp::FloatBits);
+      .value("FLOAT_BITS", ExprOp::FloatBits).value("LIST_LEN", ExprOp::ListLen)
+      .value("LIST_ITEM", ExprOp::ListItem);
   py::enum_<BindingKind>(m, "BindingKind", "How a kernel parameter gets its value (csrc/runtime/launch_plan.h)", py::arithmetic())
       .value("TENSOR", BindingKind::Tensor).value("INT", BindingKind::Int).value("BOOL", BindingKind::Bool)
       .value("FLOAT", BindingKind::Float).value("CONSTEXPR", BindingKind::Constexpr)
@@ -85,7 +86,8 @@ void bind_kinds(py::module_& m) {
       .value("BOOL", ArgKind::Bool).value("STRING", ArgKind::String).value("DTYPE", ArgKind::Dtype)
       .value("OPTIONAL_TENSOR", ArgKind::OptionalTensor).value("OPTIONAL_INT", ArgKind::OptionalInt)
       .value("OPTIONAL_FLOAT", ArgKind::OptionalFloat).value("OPTIONAL_BOOL", ArgKind::OptionalBool)
-      .value("OPTIONAL_STRING", ArgKind::OptionalString).value("OPTIONAL_DTYPE", ArgKind::OptionalDtype);
+      .value("OPTIONAL_STRING", ArgKind::OptionalString).value("OPTIONAL_DTYPE", ArgKind::OptionalDtype)
+      .value("INT_LIST", ArgKind::IntList);
   py::enum_<StepKind>(m, "StepKind", "Kinds of plan steps", py::arithmetic())
       .value("ALLOC", StepKind::Alloc).value("VIEW", StepKind::View).value("ATEN", StepKind::Aten)
       .value("LAUNCH", StepKind::Launch);

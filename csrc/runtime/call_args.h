@@ -16,6 +16,10 @@ struct CallArgs {
   int64_t ints[kMaxOpArgs];    // int / bool / dtype (ScalarType code) arguments
   double floats[kMaxOpArgs];   // float arguments
   StrArg strings[kMaxOpArgs];  // str arguments
+  int64_t list_items[kMaxListItems];  // int[] arguments' items (list_start/list_len by argument)
+  int32_t list_start[kMaxOpArgs];
+  int32_t list_len[kMaxOpArgs];
+  int32_t list_items_used = 0;
   uint64_t none_mask = 0;      // bit i: argument i is None
   int32_t num_args = 0;
   int32_t num_slots = 0;
@@ -24,7 +28,8 @@ struct CallArgs {
   int64_t view_dims[kMaxViewDims];
   int32_t view_dims_used = 0;
 
-  EvalContext eval() const { return EvalContext{slots, num_slots, ints, num_args, strings, floats, none_mask}; }
+  EvalContext eval() const { return EvalContext{slots, num_slots, ints, num_args, strings, floats, list_items, list_start, list_len,
+                       none_mask}; }
 };
 
 }  // namespace torch_tile

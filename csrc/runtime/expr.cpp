@@ -15,7 +15,8 @@ int64_t operand_count(ExprOp op, const int64_t* pc, const int64_t* end) {
     case ExprOp::Const: return 1;
     case ExprOp::Size: case ExprOp::Stride: return 2;
     case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
-    case ExprOp::FloatBits: return 1;
+    case ExprOp::FloatBits: case ExprOp::ListLen: return 1;
+    case ExprOp::ListItem: return 2;
     case ExprOp::StrEq: {
       if (end - pc < 3 || pc[2] < 0 || pc[2] > (int64_t(1) << 20)) return -1;
       return 2 + (pc[2] + 7) / 8;
@@ -28,7 +29,7 @@ int stack_effect(ExprOp op) {
   switch (op) {
     case ExprOp::Const: case ExprOp::Size: case ExprOp::Stride:
     case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
-    case ExprOp::StrEq: case ExprOp::FloatBits: return +1;
+    case ExprOp::StrEq: case ExprOp::FloatBits: case ExprOp::ListLen: case ExprOp::ListItem: return +1;
     case ExprOp::Neg: case ExprOp::NextPow2: case ExprOp::Not: return 0;
     default: return -1;  // binary
   }
@@ -158,6 +159,25 @@ int64_t Expr::evaluate(const EvalContext& ctx) const {
         int64_t bits;
         std::memcpy(&bits, &ctx.floats[i], sizeof(bits));
         stack[sp++] = bits;
+        continue;
+      }
+      case ExprOp::ListLen: case ExprOp::ListItem: {
+        const int64_t i = pc[0];
+        if (i < 0 || i >= ctx.num_scalars || ctx.list_len == nullptr) {
+          fail(ErrorKind::Runtime, "expression `" + text + "` reads a missing int[] argument");
+        }
+        if (op == ExprOp::ListLen) {
+          stack[sp++] = ctx.list_len[i];
+          pc += 1;
+          continue;
+        }
+        const int64_t k = pc[1];
+        if (k < 0 || k >= ctx.list_len[i]) {
+          fail(ErrorKind::Value, "expression `" + text + "` reads item " + std::to_string(k) + " of a list of " +
+                                     std::to_string(ctx.list_len[i]));
+        }
+        stack[sp++] = ctx.list_items[ctx.list_start[i] + k];
+        pc += 2;
         continue;
       }
       case ExprOp::DataPtr: {

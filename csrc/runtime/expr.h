@@ -30,6 +30,8 @@ enum class ExprOp : int64_t {
   DataPtr,     // [DataPtr, slot]: the tensor's address (alignment guards)
   StrEq,       // [StrEq, argument, n, ceil(n/8) words]: 1 when a str argument equals those n bytes
   FloatBits,   // [FloatBits, argument]: a float argument's IEEE-754 bits (value guards)
+  ListLen,     // [ListLen, argument]: an int[] argument's length
+  ListItem,    // [ListItem, argument, index]: an item of an int[] argument
   Count_,      // number of opcodes (keep last)
 };
 
@@ -47,6 +49,9 @@ struct EvalContext {
   int32_t num_scalars = 0;
   const StrArg* strings = nullptr;   // str arguments, by argument index
   const double* floats = nullptr;    // float arguments, by argument index
+  const int64_t* list_items = nullptr;  // int[] arguments' items, all in one array
+  const int32_t* list_start = nullptr;  // by argument index: where its items start in list_items
+  const int32_t* list_len = nullptr;    // by argument index: how many
   uint64_t none_mask = 0;            // bit i: argument i is None
 };
 

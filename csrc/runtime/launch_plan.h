@@ -27,9 +27,10 @@ enum class ArgKind : int32_t {
   Tensor = 0, Int = 1, Float = 2, Bool = 3, String = 4, Dtype = 5,
   OptionalTensor = 6, OptionalInt = 7, OptionalFloat = 8, OptionalBool = 9, OptionalString = 10,
   OptionalDtype = 11,
+  IntList = 12,  // int[]: its length and items are read with ExprOp::ListLen / ListItem
   Count_,  // keep last
 };
-inline bool is_optional(ArgKind k) { return k >= ArgKind::OptionalTensor; }
+inline bool is_optional(ArgKind k) { return k >= ArgKind::OptionalTensor && k <= ArgKind::OptionalDtype; }
 // The kind of a present value of `k` (OptionalInt -> Int).
 inline ArgKind value_kind(ArgKind k) {
   return is_optional(k) ? ArgKind(int32_t(k) - int32_t(ArgKind::OptionalTensor)) : k;

@@ -10,6 +10,7 @@ constexpr int kMaxKernelParams = 120;  // parameters of one kernel
 constexpr int kMaxRuntimeParams = 160;  // values passed at launch (a descriptor passes 1 + 2 * rank)
 constexpr int kMaxTensorMaps = 8;       // tensor descriptors of one kernel
 constexpr int kMaxPlans = 256;       // launch plans (guard sets) per op
+constexpr int kMaxListItems = 256;  // items of all int[] arguments of one call
 constexpr int kMaxShapeRank = 16;    // rank of an allocated output or a view
 constexpr int kMaxViewDims = 2 * kMaxShapeRank * 32;  // sizes + strides of all views of one plan
 

@@ -48,6 +48,7 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
   args.num_slots = int32_t(n);
   int first_tensor = -1;
   args.none_mask = 0;
+  args.list_items_used = 0;
   for (size_t i = 0; i < n; ++i) {
     const c10::IValue& v = in[i];
     args.slots[i] = TensorArg{};
@@ -103,6 +104,18 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
         if (!v.isString()) bad_argument(op, ErrorKind::Type, i, "a str", kind_of(v));
         const std::string& str = v.toStringRef();  // the stack's string outlives the call
         args.strings[i] = StrArg{str.data(), str.size()};
+        break;
+      }
+      case ArgKind::IntList: {
+        if (!v.isIntList()) bad_argument(op, ErrorKind::Type, i, "a list of ints", kind_of(v));
+        const c10::ArrayRef<c10::IValue> items = v.toListRef();
+        if (args.list_items_used + int64_t(items.size()) > kMaxListItems) {
+          bad_argument(op, ErrorKind::Value, i, "at most " + std::to_string(kMaxListItems) + " list items in all",
+                       std::to_string(items.size()) + " items");
+        }
+        args.list_start[i] = args.list_items_used;
+        args.list_len[i] = int32_t(items.size());
+        for (const c10::IValue& item : items) args.list_items[args.list_items_used++] = item.toInt();
         break;
       }
       case ArgKind::Dtype:

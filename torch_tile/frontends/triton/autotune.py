@@ -34,7 +34,7 @@ from typing import Any, Callable, Optional
 
 import torch
 import triton
-from triton.runtime.autotuner import Autotuner
+from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -50,11 +50,26 @@ _L2_FLUSH_BYTES = 256 << 20
 
 
 def base_kernel(tuner: Autotuner, error: Callable[[str], Exception]) -> JITFunction:
+    """The @triton.jit kernel under an autotuner (through any @triton.heuristics between them)."""
     fn = tuner.fn
+    while isinstance(fn, Heuristics):
+        fn = fn.fn
     if not isinstance(fn, JITFunction):
-        raise error(f"@triton.autotune over {type(fn).__name__} (e.g. @triton.heuristics) is not supported in op "
-                    "bodies; put the autotuner directly on the @triton.jit kernel")
+        raise error(f"@triton.autotune over {type(fn).__name__} is not supported in op bodies; put the autotuner "
+                    "on a @triton.jit kernel (or on @triton.heuristics over one)")
     return fn
+
+
+def with_heuristics(tuner: Autotuner, args: tuple, kwargs: dict) -> dict:
+    """The launch kwargs after the @triton.heuristics between ``tuner`` and its
+    kernel, computed as Triton's Heuristics.run does (outermost first, each
+    seeing the arguments, the chosen config and the values before it)."""
+    fn, kwargs = tuner.fn, dict(kwargs)
+    while isinstance(fn, Heuristics):
+        for name, heuristic in fn.values.items():
+            kwargs[name] = heuristic({**dict(zip(fn.arg_names, args)), **kwargs})
+        fn = fn.fn
+    return kwargs
 
 
 def _config_text(config: triton.Config) -> str:

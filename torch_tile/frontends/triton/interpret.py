@@ -16,7 +16,7 @@ from triton.runtime.jit import JITFunction
 from ... import _descriptors
 from ..._codegen_lock import interpretation
 from ..._launch_mode import LaunchMode
-from .autotune import base_kernel, choose
+from .autotune import base_kernel, choose, with_heuristics
 
 
 # Dtypes Triton's interpreter computes wrongly (numpy has no bfloat16 or fp8:
@@ -61,6 +61,7 @@ class InterpretLaunches(LaunchMode):
             kwargs = {**kwargs, **config.all_kwargs()}
             if config.pre_hook is not None:
                 config.pre_hook({**named, **kwargs})
+            kwargs = with_heuristics(kernel, args, kwargs)
             kernel = jit
         for value in map(_descriptors.tensor_of, list(args) + list(kwargs.values())):
             if isinstance(value, torch.Tensor) and value.dtype in _NOT_INTERPRETABLE:
