@@ -85,7 +85,8 @@ def step_costs(iters: int, repeats: int) -> dict:
         "plain_launch": lambda: plain_launch(x),
         "view_launch": lambda: view_launch(x),
         "aten_launch (fp16 -> .float())": lambda: aten_launch(h),
-        "aten::_to_copy from Python + plain_launch": lambda: plain_launch(torch.ops.aten._to_copy(h, dtype=torch.float32)),
+        "aten::_to_copy from Python + plain_launch":
+            lambda: plain_launch(torch.ops.aten._to_copy(h, dtype=torch.float32)),
     }, iters, repeats)
 
 
