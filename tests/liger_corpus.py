@@ -14,19 +14,25 @@ an independent torch reference. The library's own result is the body run
 eagerly (that is, the wrapper called directly); tests/test_real_wrappers.py
 compares the op, the library and the reference.
 
+An entry (or one case of it) that torch_tile must refuse says so: ``refused``
+names the error and a regex on its message (the mechanism), and
+``refused_because`` says in one line why refusing is right; the tests then
+assert that refusal, and still check the library against the reference.
+
 Ops are registered lazily, one per entry (``Entry.op()``), so that an op
 torch_tile cannot define yet fails alone, with its own error.
 """
 
 import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 
 import torch_tile
+from torch_tile import TraceError
 
 from liger_kernel.ops.attn_res import attn_res_forward
 from liger_kernel.ops.cross_entropy import cross_entropy_forward
@@ -77,6 +83,16 @@ class Case:
     make: Callable[[torch.device], tuple]
     dtype: torch.dtype = f32  # the main input's dtype: picks the tolerance
     gpu_only: str = ""  # why this case cannot run on the CPU path ("" if it can)
+    refused: Optional["Refusal"] = None  # torch_tile refuses this case (overrides the entry's)
+    refused_because: str = ""  # one line: why refusing it is right
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """How torch_tile refuses an op: the error and a regex on its message that names the mechanism."""
+
+    error: type
+    match: str
 
 
 @dataclass
@@ -93,11 +109,28 @@ class Entry:
     exact: bool = True  # on CUDA the op's outputs equal the library's bit for bit (same kernels, same variants)
     check: Optional[Callable] = None  # for outputs without a deterministic reference: check(outputs, args)
     notes: str = ""  # what in the wrapper a tracer has to handle
+    refused: Optional[Refusal] = None  # torch_tile refuses every case of this op (None: expected to work)
+    refused_because: str = ""  # one line: why refusing it is right
+    trace_needs_gpu: str = ""  # why even tracing the body needs a GPU ("" if it does not)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self):
+        for where, r, because in [(self.name, self.refused, self.refused_because)] + [
+                (f"{self.name}[{c.id}]", c.refused, c.refused_because) for c in self.cases]:
+            assert (r is None) == (not because), f"{where}: refused and refused_because go together"
 
     @property
     def qualname(self) -> str:
         return f"{self.namespace}::{self.name}"
+
+    def refusal(self, case: Case) -> Optional[Tuple[Refusal, str]]:
+        """The refusal expected for this case (the case's own, else the entry's), with its reason; None if the
+        op is expected to work."""
+        if case.refused is not None:
+            return case.refused, case.refused_because
+        if self.refused is not None:
+            return self.refused, self.refused_because
+        return None
 
     def op(self):
         """The registered torch_tile op (registered on first use; a definition
@@ -179,6 +212,24 @@ def _no_bf16_on_cpu(dtype) -> str:
 
 def _case(id, make, dtype=f32, gpu_only=""):
     return Case(id, make, dtype, gpu_only or _no_bf16_on_cpu(dtype))
+
+
+def _refused(case: Case, refused: Refusal, because: str) -> Case:
+    """The case, refused by torch_tile (while the entry's other cases work)."""
+    return replace(case, refused=refused, refused_because=because)
+
+
+# How torch_tile refuses what no launch plan can hold (the mechanisms; each entry says why it applies).
+READS_DATA = Refusal(TraceError, r"depends on the tensors' data")
+RETURNS_INPUT_VIEW = Refusal(TraceError, r"returns a view of its input 'q'; as with torch\.library")
+DECLARED_NOT_WRITTEN = Refusal(TraceError, r"mutates_args declares 'q', but no kernel the body launches writes it")
+CAPTURED_TENSOR = Refusal(TraceError, r"`aten\.lift_fresh\.default` reads a tensor that is neither an argument of "
+                                      r"the op nor made in its body")
+COMPLEX_DTYPE = Refusal(TypeError, r"argument 'freqs_cis' expected a dtype a tile kernel can take, got "
+                                   r"torch\.complex64")
+ROPE_ALIASING = ("rope_forward writes q/k in place when q.transpose(1, 2) is contiguous (HF layout) and into copies "
+                 "otherwise, returning views of either: aliasing that depends on layout, which no torch.library "
+                 "schema can express")
 
 
 # Why Triton's interpreter (3.8; the CPU path) cannot run some Liger kernels: checked with Triton's own
@@ -502,6 +553,14 @@ def rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, position_ids: Optional[
     return q, k
 
 
+def rope_out_of_place(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, position_ids: Optional[Tensor] = None,
+                      unsqueeze_dim: int = 1, rotary_dim: Optional[int] = None) -> Tuple[Tensor, Tensor]:
+    # What a user makes of rope_forward as an op: hand it copies (clone keeps the layout), so that its
+    # in-place-or-copy aliasing (see liger::rope) touches only tensors the body made: a functional op.
+    q, k, cos, sin = rope_forward(q.clone(), k.clone(), cos, sin, position_ids, unsqueeze_dim, rotary_dim)
+    return q, k
+
+
 def _rotate_half(x):
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
@@ -544,8 +603,9 @@ def _rope_case(id, dtype=f32, *, hf_layout=True, cos_batch=1, rd=16, hd=16):
 
 def qwen2vl_mrope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, mrope_section: List[int],
                   unsqueeze_dim: int = 1) -> Tuple[Tensor, Tensor]:
-    # LigerQwen2VLMRopeFunction.forward (no @ensure_contiguous)
-    q, k, cos, sin = qwen2vl_mrope_forward(q, k, cos, sin, mrope_section)
+    # LigerQwen2VLMRopeFunction.forward (no @ensure_contiguous), on copies of q/k as in rope_out_of_place:
+    # the wrapper has rope_forward's in-place-or-copy aliasing (see liger::rope)
+    q, k, cos, sin = qwen2vl_mrope_forward(q.clone(), k.clone(), cos, sin, mrope_section)
     return q, k
 
 
@@ -1108,23 +1168,36 @@ ENTRIES: List[Entry] = [
     Entry("rope", "rope_forward", rope, rope_ref, [
         _rope_case("f32-hf-layout"),
         _rope_case("f16-hf-layout", f16),
+        # the same op on another layout: now nothing writes q, so the declared mutation is refused instead
+        _refused(_rope_case("f32-bhsd-contiguous", hf_layout=False), DECLARED_NOT_WRITTEN, ROPE_ALIASING),
+        _rope_case("f32-partial-rotary", rd=8),
+        _rope_case("f32-per-batch-cos", cos_batch=2),
+        _rope_case("bf16-hf-layout", bf16),
+    ], mutates_args=("q", "k"), refused=RETURNS_INPUT_VIEW, refused_because=ROPE_ALIASING,
+        notes="as LigerRopeFunction calls it: writes q/k in place when transpose(1,2) is already contiguous "
+              "(HF layout), else into copies; returns transposed views"),
+    Entry("rope_out_of_place", "rope_forward", rope_out_of_place, rope_ref, [
+        _rope_case("f32-hf-layout"),
+        _rope_case("f16-hf-layout", f16),
         _rope_case("f32-bhsd-contiguous", hf_layout=False),
         _rope_case("f32-partial-rotary", rd=8),
         _rope_case("f32-per-batch-cos", cos_batch=2),
         _rope_case("bf16-hf-layout", bf16),
-    ], mutates_args=("q", "k"),
-        notes="writes q/k in place when transpose(1,2) is already contiguous (HF layout), else into copies; "
-              "returns transposed views; Optional[int] rotary_dim, unsqueeze/squeeze of cos"),
+    ], notes="rope_forward on clones of q/k: transposed views of body-made tensors, Optional[int] rotary_dim, "
+             "unsqueeze/squeeze of cos"),
     Entry("qwen2vl_mrope", "qwen2vl_mrope_forward", qwen2vl_mrope, qwen2vl_mrope_ref, [
         _mrope_case("f32"),
         _mrope_case("f16", f16),
-    ], mutates_args=("q", "k"), notes="List[int] argument indexed into constexprs; in place as rope"),
+    ], notes="List[int] argument indexed into constexprs; on clones of q/k as rope_out_of_place"),
     Entry("llama4_rope", "llama4_rope_forward", llama4_rope, llama4_rope_ref, [
         _llama4_case("f32"),
         _llama4_case("f16", f16),
-    ], mutates_args=("q", "k"),
+    ], mutates_args=("q", "k"), refused=COMPLEX_DTYPE,
+        refused_because="freqs_cis is complex64 (the wrapper view_as_real's it): complex dtypes are not tile "
+                        "kernel dtypes, so no op argument can be one",
         notes="complex64 input: is_complex(), reshape, slicing, view_as_real; q.to(dtype).contiguous() is q "
-              "itself, so the kernel writes q/k and the wrapper returns them"),
+              "itself, so the kernel writes q/k and the wrapper returns them (rope's aliasing, by dtype and "
+              "layout: the next refusal if complex arguments ever come)"),
     Entry("cross_entropy", "cross_entropy_forward", cross_entropy, cross_entropy_ref, [
         _ce_case("f32-mean"),
         _ce_case("f16-sum", f16, reduction="sum"),
@@ -1134,7 +1207,9 @@ ENTRIES: List[Entry] = [
         _ce_case("f32-softcap", softcap=30.0),
         _ce_case("f32-strided-logits", BT=8, V=64, layout=strided),
         _ce_case("bf16-mean", bf16),
-    ], mutates_args=("logits",), tol_scale=10,
+    ], mutates_args=("logits",), tol_scale=10, refused=READS_DATA,
+        refused_because="the wrapper reads tensor data on the host: n_non_ignore = (target != ignore_index)"
+                        ".sum().item(), and asserts on (target * target_mask).max()",
         notes="target != ignore_index, .sum().item() (n_non_ignore), data-dependent asserts on target.max(), "
               "torch.gather/masked_select with weights, the kernel writes into the logits, str reduction as a "
               "constexpr, Optional[float] softcap, torch.sum after the launch"),
@@ -1144,7 +1219,9 @@ ENTRIES: List[Entry] = [
               _flce_case("f32-sum-nobias", bias=False, reduction="sum"),
               _flce_case("f16-mean", f16),
               _flce_case("bf16-mean", bf16),
-          ], tol_scale=20,
+          ], tol_scale=20, refused=READS_DATA,
+        refused_because="the wrapper reads tensor data on the host: total_n_non_ignore = target_mask.sum().item() "
+                        "scales the loss",
         notes="a Python loop over chunks, slicing, torch.mm(..., out=...) / @, in-place bias add, "
               "loss_1d[a:b] = ..., .item(), torch.is_grad_enabled(), device-type checks"),
     Entry("kl_div", "kldiv_forward_triton", kl_div, kl_div_ref, [
@@ -1158,7 +1235,9 @@ ENTRIES: List[Entry] = [
     Entry("jsd", "jsd_forward", jsd, jsd_ref, [
         _jsd_case("f32"),
         _jsd_case("f32-forward-kl", beta=0.0),
-        _jsd_case("f32-labels", labels=True),
+        _refused(_jsd_case("f32-labels", labels=True), READS_DATA,
+                 "with labels the wrapper reads tensor data on the host: n_non_ignore = "
+                 "(shift_labels != ignore_index).sum().item()"),
         _jsd_case("f16", f16),
     ], tol_scale=10,
         notes="liger_kernel.backends.dispatch (picks an implementation), _input.clone(), float(BT), "
@@ -1166,7 +1245,9 @@ ENTRIES: List[Entry] = [
     Entry("tvd", "tv_distance_forward_triton", tvd, tvd_ref, [
         _tvd_case("f32-batchmean"),
         _tvd_case("f32-none", reduction="none"),
-        _tvd_case("f32-sum-labels", reduction="sum", labels=True),
+        _refused(_tvd_case("f32-sum-labels", reduction="sum", labels=True), READS_DATA,
+                 "with labels the wrapper reads tensor data on the host: n_non_ignore = "
+                 "(shift_labels != ignore_index).sum().item()"),
         _tvd_case("f16-mean", f16, reduction="mean"),
     ], cpu_skip=FLOAT_ARG_TO.format("scale"),
         notes="1.0 / n_non_ignore (float arithmetic on a size), torch.empty(1) placeholder pointer, .item()"),
@@ -1182,6 +1263,9 @@ ENTRIES: List[Entry] = [
               _mta_case("f32-nobias", bias=False),
               _mta_case("f16", f16),
           ], tol_scale=10, exact=False,  # F.conv2d (cuDNN) between the kernels need not be bitwise repeatable
+        refused=CAPTURED_TENSOR,
+        refused_because="the wrapper multiplies sizes through a tensor, int(torch.prod(torch.tensor(batch))): "
+                        "a tensor built from host values, read back on the host, is not a launch plan step",
         notes="int(torch.prod(torch.tensor(batch))) on sizes, F.conv2d between kernels, torch.sort (sparse), "
               "_pair(stride)"),
     Entry("mhc_pre", "LigerMHCPreFunction.forward", mhc_pre, mhc_pre_ref, [
@@ -1222,6 +1306,8 @@ ENTRIES: List[Entry] = [
     ], namespace="triton_tutorial",
         cpu_skip="the wrapper compiles the kernel with warmup() and reads kernel.n_regs / metadata.shared, "
                  "which needs a GPU compile (Triton's interpreter has no registers)",
+        trace_needs_gpu="the wrapper compiles the kernel with warmup() while the body runs, so tracing needs a GPU "
+                        "(without one Triton finds no active driver)",
         notes="JITFunction.warmup + _init_handles + n_regs/metadata.shared (compiled-kernel metadata decides "
               "the grid), module-level device properties, launching the compiled kernel object"),
     Entry("matmul", "03-matrix-multiplication matmul()", tutorial_matmul, tutorial_matmul_ref, [
@@ -1237,7 +1323,8 @@ ENTRIES: List[Entry] = [
           lambda x, shape, w, b, eps: layer_norm_ref(x, w, b, eps), [
               _tut_ln_case("f32", (4, 5, 300)),
               _tut_ln_case("f16", (7, 1024), f16),
-          ], namespace="triton_tutorial", notes="x.reshape(-1, n), num_ctas=1, 65536 // x.element_size()"),
+          ], namespace="triton_tutorial",
+        notes="List[int] normalized_shape, x.reshape(-1, n), num_ctas=1, 65536 // x.element_size()"),
 ]
 
 BY_NAME = {e.qualname: e for e in ENTRIES}

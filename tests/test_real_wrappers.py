@@ -1,23 +1,33 @@
 """Real host wrappers (Liger-Kernel, Triton's tutorials) called unchanged from
 torch_tile op bodies: the corpus in tests/liger_corpus.py.
 
-  * test_trace: every op traces into a launch plan (the tracer taking real code).
+  * test_trace: every op traces into a launch plan (the tracer taking real code),
+    or is refused with the error its entry names.
   * test_cpu: the op on CPU (the body under Triton's interpreter) against the
-    torch reference.
+    torch reference (or: the call refused as test_trace says).
   * test_library_cpu: the library's own result on CPU (the wrapper called
     directly, its launches run by Triton's interpreter) against the torch
-    reference: checks the corpus itself, independently of the tracer.
+    reference: checks the corpus itself, independently of the tracer (refused
+    entries too).
   * test_cuda: op result == library result (bit for bit where the entry is
-    deterministic) and both match the torch reference.
+    deterministic) and both match the torch reference (refused entries: the
+    refusal, and the library against the reference).
 
-Needs liger-kernel (pip install --no-deps wheels/liger_kernel-*.whl); the module
-is skipped without it.
+The CPU tests (Triton's interpreter) run on machines without CUDA (CI); where
+CUDA is, test_cuda runs the same cases instead.
+
+Needs liger-kernel==0.8.5 (scripts/env.sh installs it, --no-deps); the module is
+skipped without it.
 """
+
+import contextlib
+import re
 
 import pytest
 import torch
 
-pytest.importorskip("liger_kernel", reason="needs liger-kernel (pip install --no-deps wheels/liger_kernel-*.whl)")
+pytest.importorskip("liger_kernel", reason="needs liger-kernel==0.8.5 (scripts/env.sh installs it: pip install "
+                                         "--no-deps liger-kernel==0.8.5)")
 
 import torch_tile  # noqa: E402
 from torch_tile._launch_mode import launch_mode  # noqa: E402
@@ -38,6 +48,28 @@ def _device() -> torch.device:
     return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
 
 
+def _refused(entry, case):
+    """A context that expects the case's refusal (its error, the message matching its regex), or None if the op
+    is expected to work."""
+    refusal = entry.refusal(case)
+    if refusal is None:
+        return None
+    refused, because = refusal
+    return _expect_refusal(refused, because, f"{entry.qualname}[{case.id}]")
+
+
+@contextlib.contextmanager
+def _expect_refusal(refused, because, what):
+    try:
+        yield
+    except refused.error as e:
+        assert re.search(refused.match, str(e)), (
+            f"{what}: refused, but not as the corpus expects (/{refused.match}/; {because}): {e}")
+    else:
+        pytest.fail(f"{what}: the corpus expects torch_tile to refuse this ({because}), but it did not; if it is "
+                    "supported now, update its refused/refused_because in tests/liger_corpus.py")
+
+
 def _expect(entry, case, result, device, what):
     """The result against the entry's reference (or its property check), on fresh arguments."""
     args = case.make(device)
@@ -53,13 +85,28 @@ def _expect(entry, case, result, device, what):
 @pytest.mark.parametrize("entry,case", CASE_PARAMS)
 def test_trace(entry, case):
     """op.trace(*args) on the case's arguments (CUDA tensors where there is a GPU, else CPU ones) returns a
-    launch plan with at least one launch."""
+    launch plan with at least one launch, or refuses the op as the entry (or case) says."""
+    if entry.trace_needs_gpu and not torch.cuda.is_available():
+        pytest.skip(entry.trace_needs_gpu)
+    refused = _refused(entry, case)
+    if refused is not None:
+        with refused:
+            entry.op().trace(*case.make(_device()))
+        return
     plan = entry.op().trace(*case.make(_device()))
     assert isinstance(plan, torch_tile._C.LaunchPlan), f"trace returned {type(plan).__name__}"
     assert len(plan.launches) >= 1, "the plan launches nothing"
 
 
 # -- CPU: Triton's interpreter ------------------------------------------------------------------------------
+
+
+# Where CUDA is (the GPU machine: Triton 3.6 there, whose interpreter fails on some of these kernels with that
+# machine's numpy), test_cuda runs these cases; the CPU-interpreter path is tested on machines without CUDA.
+requires_no_cuda = pytest.mark.skipif(
+    torch.cuda.is_available(),
+    reason="CPU-interpreter path: run on machines without CUDA (CI); here test_cuda runs the same cases on the GPU",
+)
 
 
 def _skip_on_cpu(entry, case):
@@ -69,8 +116,14 @@ def _skip_on_cpu(entry, case):
         pytest.skip(case.gpu_only)
 
 
+@requires_no_cuda
 @pytest.mark.parametrize("entry,case", CASE_PARAMS)
 def test_cpu(entry, case):
+    refused = _refused(entry, case)
+    if refused is not None:  # refused while tracing, before any kernel runs: whatever the interpreter can do
+        with refused:
+            entry.op()(*case.make(torch.device("cpu")))
+        return
     _skip_on_cpu(entry, case)
     op = entry.op()
     args = case.make(torch.device("cpu"))
@@ -78,6 +131,7 @@ def test_cpu(entry, case):
     _expect(entry, case, result, torch.device("cpu"), f"{entry.qualname}[{case.id}] on CPU")
 
 
+@requires_no_cuda
 @pytest.mark.parametrize("entry,case", CASE_PARAMS)
 def test_library_cpu(entry, case):
     """The wrapper itself (no torch_tile op), its launches run by Triton's interpreter."""
@@ -95,9 +149,15 @@ def test_library_cpu(entry, case):
 @pytest.mark.parametrize("entry,case", CASE_PARAMS)
 def test_cuda(entry, case):
     device = _device()
+    library = entry.body(*case.make(device))  # the wrapper called directly: Triton launches it
+    refused = _refused(entry, case)
+    if refused is not None:
+        with refused:
+            entry.op()(*case.make(device))
+        _expect(entry, case, library, device, f"library {entry.wrapper}[{case.id}] on CUDA")
+        return
     op = entry.op()
     result = op(*case.make(device))
-    library = entry.body(*case.make(device))  # the wrapper called directly: Triton launches it
     what = f"{entry.qualname}[{case.id}] on CUDA"
     if entry.exact:
         got, want = outputs(result), outputs(library)
