@@ -3,9 +3,11 @@
 #   - a ./.venv that has torch: use it;
 #   - else a python3 that already has torch and triton (e.g. a GPU machine's image): use it;
 #   - else create ./.venv with torch==2.14.1 (which brings Triton) from PyPI.
+# Then the pinned test dependency liger-kernel (tests/test_real_wrappers.py, skipped without it), if missing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+LIGER="liger-kernel==0.8.5"  # pinned test dependency
 if [ -x .venv/bin/python ] && .venv/bin/python -c "import torch, triton" 2>/dev/null; then
   PY="$ROOT/.venv/bin/python"
 elif python3 -c "import torch, triton, pytest" 2>/dev/null; then
@@ -15,8 +17,16 @@ else
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip >&2
   .venv/bin/python -m pip install -q "torch==2.14.1" numpy pytest ninja >&2
+  .venv/bin/python -m pip install -q --no-deps "$LIGER" >&2 || true  # its deps (torch, Triton) are above
   PY="$ROOT/.venv/bin/python"
 fi
+# liger-kernel for an existing Python that lacks it (cheap when present): from wheels/ first (the GPU machine
+# has no network), then from PyPI; --no-deps: it needs only torch and Triton. Without it the test is skipped.
+"$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('liger-kernel') != '${LIGER#*==}')" 2>/dev/null || {
+  { [ -d wheels ] && "$PY" -m pip install -q --no-deps --no-index --find-links wheels "$LIGER" >&2 2>/dev/null; } ||
+    "$PY" -m pip install -q --no-deps --retries 1 --timeout 15 "$LIGER" >&2 ||
+    echo "torch_tile: could not install $LIGER; tests/test_real_wrappers.py will be skipped" >&2
+}
 echo "torch_tile: building the extension with $("$PY" -c 'import torch; print("torch", torch.__version__)')" >&2
 MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" setup.py -q build_ext --inplace > build.log 2>&1 || {
   grep -E -A3 "error|Error" build.log | head -60 >&2
