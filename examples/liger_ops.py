@@ -2,10 +2,14 @@
 
     python examples/liger_ops.py
 
-Four of Liger's host wrappers (rms_norm_forward, swiglu_forward, rope_forward,
-cross_entropy_forward) are registered with one ``torch_tile.op`` each and
-appear as ``torch.ops.liger.rms_norm``, ``.swiglu``, ``.rope`` and
-``.cross_entropy``. The op bodies live in tests/liger_corpus.py (the corpus
+Liger's host wrappers rms_norm_forward, swiglu_forward and rope_forward are
+registered with one ``torch_tile.op`` each and appear as
+``torch.ops.liger.rms_norm``, ``.swiglu`` and ``.rope_out_of_place`` (rope_forward
+on copies of q and k: the wrapper writes its inputs in place or into copies
+depending on their layout, an aliasing no torch.library schema can express).
+cross_entropy_forward is refused, and the script shows the error: the wrapper
+reads tensor data on the host (``(target != ignore_index).sum().item()``), which a
+launch plan cannot hold; the loss is torch's. The op bodies live in tests/liger_corpus.py (the corpus
 tests/test_real_wrappers.py checks): each calls the wrapper exactly as Liger's
 autograd Function does, e.g.
 
@@ -33,16 +37,28 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 
-OPS = ("rms_norm", "swiglu", "rope", "cross_entropy")
+OPS = ("rms_norm", "swiglu", "rope_out_of_place")
 
 
 def register():
-    """torch.ops.liger.{rms_norm, swiglu, rope, cross_entropy}, and the corpus' torch references."""
+    """torch.ops.liger.{rms_norm, swiglu, rope_out_of_place, cross_entropy}, and the corpus' torch references."""
     import liger_corpus as corpus  # imports liger_kernel
 
-    for name in OPS:
+    for name in (*OPS, "cross_entropy"):
         corpus.BY_NAME[name].op()  # torch_tile.op("liger::<name>", body, mutates_args=...)
     return {name: corpus.BY_NAME[name].reference for name in OPS}
+
+
+def cross_entropy_refusal(device) -> str:
+    """What torch_tile says of Liger's cross_entropy_forward (the first line of its TraceError)."""
+    import torch_tile as tt
+
+    logits, target = torch.randn(8, 16, device=device), torch.randint(0, 16, (8,), device=device)
+    try:
+        torch.ops.liger.cross_entropy(logits, target)
+    except tt.TraceError as e:
+        return str(e).splitlines()[0]
+    return "accepted (unexpected: update this example)"
 
 
 class Checked:
@@ -85,7 +101,7 @@ def rope_tables(seq, head_dim, device):
 
 
 def forward(p, tokens, targets, ops):
-    """A decoder block and the LM loss; ``ops`` supplies rms_norm, swiglu, rope and cross_entropy."""
+    """A decoder block and the LM loss; ``ops`` supplies rms_norm, swiglu and rope_out_of_place."""
     b, s = tokens.shape
     d = p.emb.shape[1]
     hd = d // p.heads
@@ -95,13 +111,13 @@ def forward(p, tokens, targets, ops):
     q = (h @ p.wq).view(b, s, p.heads, hd).transpose(1, 2)  # the HF layout
     k = (h @ p.wk).view(b, s, p.heads, hd).transpose(1, 2)
     v = (h @ p.wv).view(b, s, p.heads, hd).transpose(1, 2)
-    q, k = ops.rope(q, k, cos, sin)
+    q, k = ops.rope_out_of_place(q, k, cos, sin)
     attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     x = x + attn.transpose(1, 2).reshape(b, s, d) @ p.wo
     h = ops.rms_norm(x, p.n2, 1e-6)
     x = x + ops.swiglu(h @ p.wg, h @ p.wu) @ p.wd
     logits = ops.rms_norm(x, p.n3, 1e-6) @ p.lm
-    return ops.cross_entropy(logits.view(b * s, -1), targets.view(-1))
+    return F.cross_entropy(logits.view(b * s, -1), targets.view(-1))
 
 
 def main() -> int:
@@ -125,6 +141,7 @@ def main() -> int:
 
     for name in OPS:
         print(f"torch.ops.liger.{name:<14} max |op - torch| = {checked[name].max_error:.3e}")
+    print(f"torch.ops.liger.cross_entropy refused: {cross_entropy_refusal(tokens.device)}")
     loss_error = abs(loss.item() - torch_loss.item())
     print(f"loss: ops {loss.item():.6f}  torch {torch_loss.item():.6f}  |difference| = {loss_error:.3e}")
     ok = loss_error < 1e-3 and all(c.max_error < 1e-3 for c in checked.values())

@@ -223,8 +223,8 @@ def _refused(case: Case, refused: Refusal, because: str) -> Case:
 READS_DATA = Refusal(TraceError, r"depends on the tensors' data")
 RETURNS_INPUT_VIEW = Refusal(TraceError, r"returns a view of its input 'q'; as with torch\.library")
 DECLARED_NOT_WRITTEN = Refusal(TraceError, r"mutates_args declares 'q', but no kernel the body launches writes it")
-CAPTURED_TENSOR = Refusal(TraceError, r"`aten\.lift_fresh\.default` reads a tensor that is neither an argument of "
-                                      r"the op nor made in its body")
+CAPTURED_TENSOR = Refusal(TraceError, r"`torch\.tensor\(\.\.\.\)` of host values makes a tensor whose data a "
+                                      r"launch plan cannot hold")
 COMPLEX_DTYPE = Refusal(TypeError, r"argument 'freqs_cis' expected a dtype a tile kernel can take, got "
                                    r"torch\.complex64")
 ROPE_ALIASING = ("rope_forward writes q/k in place when q.transpose(1, 2) is contiguous (HF layout) and into copies "

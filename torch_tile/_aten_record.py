@@ -126,6 +126,10 @@ class AtenRecorder:
     def record(self, func, args: tuple, kwargs: dict):
         name = f"{func.namespace}::{func._schema.name.split('::')[-1]}"
         what = f"`{func}`"
+        if func._schema.name.split("::")[-1] in ("lift_fresh", "lift_fresh_copy"):
+            raise self.tracer.error("`torch.tensor(...)` of host values makes a tensor whose data a launch plan "
+                                    "cannot hold: compute with Python ints (e.g. math.prod), or pass the tensor "
+                                    "as an argument")
         if func._schema.name.split("::")[-1] in _METADATA_MUTATIONS:
             raise self.tracer.error(f"{what} changes a tensor's sizes or strides in place, which a launch plan "
                                     "cannot follow: use the out-of-place form")

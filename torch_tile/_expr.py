@@ -163,8 +163,8 @@ class SymbolicInt:
     def __rpow__(self, o):
         return o ** self.specialize()
 
-    def bit_length(self) -> int:
-        return self.specialize().bit_length()
+    def bit_length(self) -> "SymbolicInt":
+        return self.unary(Op.BIT_LENGTH, f"{self.text}.bit_length()", self.value.bit_length())
 
     def __ceil__(self):
         return self
@@ -306,6 +306,8 @@ def evaluate(code, tensors: list, scalars: list):
             stack.append(torch.sym_not(stack.pop()))
         elif op == Op.NEXT_POW2:
             stack.append(_next_pow2(int(stack.pop())))  # no symbolic form: guards on the value
+        elif op == Op.BIT_LENGTH:
+            stack.append(int(stack.pop()).bit_length())  # likewise
         else:
             b, a = stack.pop(), stack.pop()
             if op == Op.MIN:

@@ -194,12 +194,21 @@ class SymbolicShapes:
         guards = self.env.guards[self._guards_seen:]
         self._guards_seen = len(self.env.guards)
         for g in guards:
+            if self._always_true(g.expr):
+                continue
             try:
                 code = self.to_code(g.expr)
             except Untranslatable as e:
                 raise self.sink.error(f"torch made the guard `{self.text(g.expr)}`, which a launch plan cannot "
                                       f"hold ({e})") from None
             self.sink.add_guard(code, self.text(g.expr))
+
+    def _always_true(self, expr) -> bool:
+        """``size >= 0`` and ``stride >= 0``: true of every tensor, no guard needed."""
+        if isinstance(expr, sympy.GreaterThan) and expr.rhs == 0 and isinstance(expr.lhs, sympy.Symbol):
+            atom = self._atom_of.get(expr.lhs)
+            return atom is not None and Op(atom[0]) in (Op.SIZE, Op.STRIDE)
+        return False
 
     def fake_tensor(self, sizes, strides, dtype: torch.dtype, device: torch.device):
         """A shadow: a FakeTensor with these (symbolic) sizes and strides."""

@@ -30,7 +30,7 @@ int stack_effect(ExprOp op) {
     case ExprOp::Const: case ExprOp::Size: case ExprOp::Stride:
     case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
     case ExprOp::StrEq: case ExprOp::FloatBits: case ExprOp::ListLen: case ExprOp::ListItem: return +1;
-    case ExprOp::Neg: case ExprOp::NextPow2: case ExprOp::Not: return 0;
+    case ExprOp::Neg: case ExprOp::NextPow2: case ExprOp::Not: case ExprOp::BitLength: return 0;
     default: return -1;  // binary
   }
 }
@@ -203,6 +203,12 @@ int64_t Expr::evaluate(const EvalContext& ctx) const {
         continue;
       case ExprOp::NextPow2: stack[sp - 1] = next_pow2(*this, stack[sp - 1]); continue;
       case ExprOp::Not: stack[sp - 1] = stack[sp - 1] == 0; continue;
+      case ExprOp::BitLength: {
+        const int64_t v = stack[sp - 1];
+        const uint64_t magnitude = v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+        stack[sp - 1] = magnitude == 0 ? 0 : 64 - __builtin_clzll(magnitude);
+        continue;
+      }
       default: break;
     }
     // Binary operators.

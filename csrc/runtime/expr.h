@@ -32,6 +32,7 @@ enum class ExprOp : int64_t {
   FloatBits,   // [FloatBits, argument]: a float argument's IEEE-754 bits (value guards)
   ListLen,     // [ListLen, argument]: an int[] argument's length
   ListItem,    // [ListItem, argument, index]: an item of an int[] argument
+  BitLength,   // Python's int.bit_length()
   Count_,      // number of opcodes (keep last)
 };
 
