@@ -27,6 +27,11 @@ class LaunchMode:
     def launch(self, kernel: JITFunction | Autotuner, grid: Any, args: tuple, kwargs: dict) -> Any:
         raise NotImplementedError
 
+    def warmup_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """What ``kernel.warmup(...)`` in a body compiles for (it only reads the
+        compiled kernel's metadata, e.g. ``n_regs``); the arguments as given by default."""
+        return args, kwargs
+
 
 class SkipLaunches(LaunchMode):
     """Fake/meta execution: shapes only, no kernel runs."""
@@ -51,6 +56,8 @@ def _router(cls):
     def routed_run(self, *args, grid, warmup=False, **kwargs):
         mode: Optional[LaunchMode] = getattr(_local, "mode", None)
         if mode is None or warmup:
+            if mode is not None:
+                args, kwargs = mode.warmup_arguments(args, kwargs)
             with codegen():
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         return mode.launch(self, grid, args, kwargs)

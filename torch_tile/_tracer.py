@@ -512,6 +512,20 @@ class Tracer(GuardSink, LaunchMode):
 
         return measure
 
+    def warmup_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """``kernel.warmup(...)`` in a body (the Triton tutorials read ``n_regs``
+        and shared memory from it to size a persistent grid): compiled for this
+        call's values, with empty tensors of the stand-ins' layouts. What it
+        returns only tunes the launch; no guard is taken."""
+        def real(value):
+            if isinstance(value, TensorProxy):
+                m = value._meta
+                with _pop_mode_temporarily(), torch._C.DisableTorchFunction():
+                    return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
+            return concrete(value)
+
+        return tuple(real(a) for a in args), {k: real(v) for k, v in kwargs.items()}
+
     # -- the whole trace ---------------------------------------------------------------------------------
     def run(self) -> dict:
         # A tensor subclass's __torch_function__ calls the op with subclass
