@@ -32,6 +32,26 @@ class LaunchMode:
         compiled kernel's metadata, e.g. ``n_regs``); the arguments as given by default."""
         return args, kwargs
 
+    def warmed_up(self, kernel: JITFunction, compiled: Any, kwargs: dict) -> Any:
+        """What ``kernel.warmup(..., **kwargs)`` returns in a body; Triton's compiled kernel by default."""
+        return compiled
+
+
+class WarmedUpKernel:
+    """``kernel.warmup(...)``'s result in a traced body: the compiled kernel's
+    metadata (``n_regs``, ``metadata.shared``...), and ``[grid](*args)``
+    recorded as a launch of ``kernel`` with the warmup's constexprs and options
+    (as the Triton tutorials launch it)."""
+
+    def __init__(self, mode: LaunchMode, kernel: JITFunction, compiled: Any, kwargs: dict):
+        self._mode, self._kernel, self._compiled, self._kwargs = mode, kernel, compiled, kwargs
+
+    def __getitem__(self, grid):
+        return lambda *args: self._mode.launch(self._kernel, grid, args, dict(self._kwargs))
+
+    def __getattr__(self, name: str):
+        return getattr(self._compiled, name)
+
 
 class SkipLaunches(LaunchMode):
     """Fake/meta execution: shapes only, no kernel runs."""
@@ -56,10 +76,13 @@ def _router(cls):
     def routed_run(self, *args, grid, warmup=False, **kwargs):
         mode: Optional[LaunchMode] = getattr(_local, "mode", None)
         if mode is None or warmup:
-            if mode is not None:
-                args, kwargs = mode.warmup_arguments(args, kwargs)
+            if mode is None:
+                with codegen():
+                    return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            real_args, real_kwargs = mode.warmup_arguments(args, kwargs)
             with codegen():
-                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+                compiled = original(self, *real_args, grid=grid, warmup=warmup, **real_kwargs)
+            return mode.warmed_up(self, compiled, kwargs)
         return mode.launch(self, grid, args, kwargs)
 
     return routed_run

@@ -25,7 +25,7 @@ from ._aten_record import AtenRecorder
 from ._call_arguments import KERNEL_DTYPES, check_call_arguments
 from ._errors import TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
-from ._launch_mode import LaunchMode, direct_launches, launch_mode
+from ._launch_mode import LaunchMode, WarmedUpKernel, direct_launches, launch_mode
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, \
     is_non_overlapping_and_dense
 from ._trace_state import body_location, outside_trace, tracing
@@ -525,6 +525,9 @@ class Tracer(GuardSink, LaunchMode):
             return concrete(value)
 
         return tuple(real(a) for a in args), {k: real(v) for k, v in kwargs.items()}
+
+    def warmed_up(self, kernel, compiled, kwargs: dict):
+        return WarmedUpKernel(self, kernel, compiled, kwargs)
 
     # -- the whole trace ---------------------------------------------------------------------------------
     def run(self) -> dict:

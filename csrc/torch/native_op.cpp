@@ -72,8 +72,9 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
         }
         DLDataType dl{};
         if (!to_dl_dtype(t.scalar_type(), &dl)) {
+          // Named as Python names it (torch.complex64), like the Python paths' message.
           bad_argument(op, ErrorKind::Type, i, "a dtype a tile kernel can take",
-                       std::string(c10::toString(t.scalar_type())));
+                       "torch." + std::string(c10::getDtypeNames(t.scalar_type()).first));
         }
         const int device = t.device().index();
         if (first_tensor < 0) {
