@@ -47,7 +47,12 @@ class WarmedUpKernel:
         self._mode, self._kernel, self._compiled, self._kwargs = mode, kernel, compiled, kwargs
 
     def __getitem__(self, grid):
-        return lambda *args: self._mode.launch(self._kernel, grid, args, dict(self._kwargs))
+        def launch(*args):
+            # A compiled kernel takes its parameters positionally, constexprs included (the tutorials pass them).
+            given = set(getattr(self._kernel, "arg_names", ())[:len(args)])
+            return self._mode.launch(self._kernel, grid, args, {k: v for k, v in self._kwargs.items()
+                                                                 if k not in given})
+        return launch
 
     def __getattr__(self, name: str):
         return getattr(self._compiled, name)
