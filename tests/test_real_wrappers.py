@@ -132,6 +132,9 @@ def test_cpu(entry, case):
 
 
 @requires_no_cuda
+# numpy's warnings from inside Liger's kernels as Triton's interpreter runs them (exp of -inf minus -inf, fp16
+# overflow in a cast): the library's own arithmetic, checked against the reference below.
+@pytest.mark.filterwarnings("ignore::RuntimeWarning:triton.runtime.interpreter")
 @pytest.mark.parametrize("entry,case", CASE_PARAMS)
 def test_library_cpu(entry, case):
     """The wrapper itself (no torch_tile op), its launches run by Triton's interpreter."""
