@@ -117,6 +117,7 @@ def _skip_on_cpu(entry, case):
 
 
 @requires_no_cuda
+@pytest.mark.filterwarnings("ignore::RuntimeWarning:triton.runtime.interpreter")  # as test_library_cpu's
 @pytest.mark.parametrize("entry,case", CASE_PARAMS)
 def test_cpu(entry, case):
     refused = _refused(entry, case)
