@@ -130,13 +130,14 @@ def test_stand_ins_answer_tensor_questions_as_tensors_do():
         seen.update(isinstance=isinstance(x, torch.Tensor), complex=x.is_complex(), floating=x.is_floating_point(),
                     grad=x.requires_grad, element=x.element_size(), ndim=x.ndim, dim=x.dim(), layout=x.layout,
                     contiguous=x.is_contiguous(), bits=(x.shape[-1] - 1).bit_length(), index=list(range(x.shape[0])),
-                    device=torch.device(x.device), device_index=x.device.index, floor=math.floor(x.shape[0] / 2))
+                    device=torch.device(x.device), device_index=x.device.index, floor=math.floor(x.shape[0] / 2),
+                    rounded=int(round(x.shape[1])), rounded_tens=round(x.shape[1] + 10, -1))
         return torch.empty_like(x)
 
     questions.trace(torch.randn(3, 5))
     assert seen == dict(isinstance=True, complex=False, floating=True, grad=False, element=4, ndim=2, dim=2,
                         layout=torch.strided, contiguous=True, bits=3, index=[0, 1, 2], device=torch.device("cpu"),
-                        device_index=None, floor=1)
+                        device_index=None, floor=1, rounded=5, rounded_tens=round(15, -1))
 
 
 def test_comparing_tensors_makes_a_tensor_and_branching_on_it_is_refused():

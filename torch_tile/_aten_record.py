@@ -27,7 +27,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _C, _plan
-from ._expr import SymbolicInt
+from ._expr import SymbolicInt, encode_int
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy
 from ._symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked
 from ._trace_state import body_location
@@ -124,13 +124,14 @@ class AtenRecorder:
 
     # -- one ATen operator --------------------------------------------------------------------------
     def record(self, func, args: tuple, kwargs: dict):
-        name = f"{func.namespace}::{func._schema.name.split('::')[-1]}"
+        short_name = func._schema.name.split("::")[-1]
+        name = f"{func.namespace}::{short_name}"
         what = f"`{func}`"
-        if func._schema.name.split("::")[-1] in ("lift_fresh", "lift_fresh_copy"):
+        if short_name in ("lift_fresh", "lift_fresh_copy"):
             raise self.tracer.error("`torch.tensor(...)` of host values makes a tensor whose data a launch plan "
                                     "cannot hold: compute with Python ints (e.g. math.prod), or pass the tensor "
                                     "as an argument")
-        if func._schema.name.split("::")[-1] in _METADATA_MUTATIONS:
+        if short_name in _METADATA_MUTATIONS:
             raise self.tracer.error(f"{what} changes a tensor's sizes or strides in place, which a launch plan "
                                     "cannot follow: use the out-of-place form")
         if any(str(r.type) != "Tensor" and "Tensor" not in str(r.type) for r in func._schema.returns):
@@ -162,12 +163,12 @@ class AtenRecorder:
             for r in results:
                 self._record_view(func, args, kwargs, r)
             return out
-        arguments = self._arguments(func, args, kwargs)
+        values = self._schema_values(func, args, kwargs)
+        arguments = [self._argument(a, v, f"argument '{a.name}' of {what}") for a, v in zip(schema.arguments, values)]
         if written:
             self.tracer.add_aten_step(_plan.AtenStep(name, schema.overload_name, arguments, 0,
                                                      body_location(self.tracer.op.fn)), [], written_slots=[
-                self._slot_of(kwargs.get(a.name, args[i] if i < len(args) else None), what)
-                for i, a in enumerate(schema.arguments) if a in written])
+                self._slot_of(v, what) for a, v in zip(schema.arguments, values) if a in written])
             return out
         for r in results:
             self._check_result(r, what)
@@ -183,7 +184,7 @@ class AtenRecorder:
         if r.device != self.tracer.device and not (r.device.type == self.tracer.device.type and r.dim() == 0):
             raise self.tracer.error(f"{what} makes a tensor on {r.device}; the op's tensors are on "
                                     f"{self.tracer.device}")
-        self.tracer.check_dtype(r.dtype, what)
+        self.tracer.check_dtype(r.dtype, f"{what}'s result")
 
     def _proxy_dims(self, r: torch.Tensor, what: str):
         sizes = [self.shapes.symbolic_int(s, f"{what}.size({d})") for d, s in enumerate(r.shape)]
@@ -217,16 +218,13 @@ class AtenRecorder:
     def _int(self, value, what: str) -> _plan.Expr:
         if isinstance(value, torch.SymInt):
             try:
-                return _plan.Expr(list(self.shapes.to_code(value.node.expr)), str(value.node.expr))
+                return _plan.Expr(list(self.shapes.to_code(value.node.expr)), self.shapes.text(value.node.expr))
             except Untranslatable as e:
                 raise self.tracer.error(f"{what}: {e}") from None
-        return _plan.Expr([int(_plan.ExprOp.CONST), int(value)], str(int(value)))
+        return _plan.expr(encode_int(int(value), self.tracer))
 
     def _number(self, kind, value, what: str) -> _plan.AtenArg:
-        if isinstance(value, bool):
-            return _plan.AtenArg(kind, ints=[self._int(int(value), what)]) if kind != A.FLOAT else \
-                _plan.AtenArg(A.FLOAT, number=float(value))
-        if isinstance(value, (int, torch.SymInt)):
+        if isinstance(value, (int, torch.SymInt)):  # bools too
             if kind == A.FLOAT:
                 return _plan.AtenArg(A.FLOAT, number=float(value))
             return _plan.AtenArg(kind, ints=[self._int(value, what)])
@@ -236,15 +234,17 @@ class AtenRecorder:
             return _plan.AtenArg(kind, number=value)
         raise self.tracer.error(f"{what}: a {type(value).__name__} where a number is expected")
 
-    def _arguments(self, func, args: tuple, kwargs: dict) -> list:
-        out = []
+    @staticmethod
+    def _schema_values(func, args: tuple, kwargs: dict) -> list:
+        """One value per schema argument, in order (keyword ones by name, defaults filled in)."""
+        values = []
         for i, a in enumerate(func._schema.arguments):
             if a.kwarg_only or i >= len(args):
-                value = kwargs[a.name] if a.name in kwargs else a.default_value if a.has_default_value() else None
+                values.append(kwargs[a.name] if a.name in kwargs else a.default_value if a.has_default_value()
+                              else None)
             else:
-                value = args[i]
-            out.append(self._argument(a, value, f"argument '{a.name}' of `{func}`"))
-        return out
+                values.append(args[i])
+        return values
 
     def _argument(self, schema_arg, value, what: str) -> _plan.AtenArg:
         t = str(schema_arg.real_type)

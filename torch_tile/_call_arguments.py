@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from . import _C
-from ._plan import ArgKind
+from ._plan import ArgKind, is_optional, value_kind
 
 if TYPE_CHECKING:
     from ._op import TileOp
@@ -34,8 +34,6 @@ _SCALAR_TYPES = {
 _SCALAR_NAMES = {ArgKind.INT: "an int", ArgKind.FLOAT: "a float", ArgKind.BOOL: "a bool", ArgKind.STRING: "a str",
                  ArgKind.DTYPE: "a torch.dtype",
                  ArgKind.INT_LIST: "a list of ints"}
-# An optional kind's present kind (OPTIONAL_INT -> INT), as in csrc/runtime/launch_plan.h's value_kind.
-_FIRST_OPTIONAL = int(ArgKind.OPTIONAL_TENSOR)
 
 
 def _describe(value: Any) -> str:
@@ -52,10 +50,10 @@ def check_call_arguments(op: "TileOp", args: Sequence[Any]) -> None:
     first = None  # (name, device) of the first tensor argument
     for name, kind, value in zip(op.arg_names, op.arg_kinds, args):
         where = f"{op.qualname}: argument '{name}'"
-        if _FIRST_OPTIONAL <= int(kind) <= int(ArgKind.OPTIONAL_DTYPE):
+        if is_optional(kind):
             if value is None:
                 continue
-            kind = ArgKind(int(kind) - _FIRST_OPTIONAL)
+            kind = value_kind(kind)
         if kind != ArgKind.TENSOR:
             if not isinstance(value, _SCALAR_TYPES[kind]) or (kind == ArgKind.INT and isinstance(value, bool)) or (
                     kind == ArgKind.INT_LIST and not all(isinstance(v, (int, torch.SymInt)) for v in value)):

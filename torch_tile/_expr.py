@@ -169,7 +169,12 @@ class SymbolicInt:
     def __ceil__(self):
         return self
 
-    __floor__ = __trunc__ = __round__ = __ceil__
+    __floor__ = __trunc__ = __ceil__
+
+    def __round__(self, ndigits=None):
+        if ndigits is None or ndigits >= 0:  # an int rounds to itself
+            return self
+        return round(self.specialize(), ndigits)
 
     # -- conversions to Python values record guards -------------------------------
     def __lt__(self, o): return self._compare(o, Op.LT)

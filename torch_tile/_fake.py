@@ -57,7 +57,7 @@ def _scalars(args) -> list:
     return [_C.enum_code(a) if isinstance(a, torch.dtype) else a for a in args]
 
 
-def _aten_value(arg, tensors: list, args: list, scalars: list, device):
+def _aten_value(arg, tensors: list, args: tuple, scalars: list, device):
     """One ATen step argument on this call's (fake) values."""
     K = AtenArgKind
     kind = arg.kind
@@ -78,15 +78,13 @@ def _aten_value(arg, tensors: list, args: list, scalars: list, device):
         return arg.text
     if kind == K.DEVICE:
         return device
-    number = ints[0] if ints else args[arg.slots[0]] if arg.slots else arg.number
-    if kind == K.WRAPPED_SCALAR:
-        return number  # ATen's Python binding wraps a number where a Tensor goes, as in `x * 2`
-    return number  # FLOAT, SCALAR
+    # FLOAT, SCALAR, WRAPPED_SCALAR (ATen's Python binding wraps a number where a Tensor goes, as in `x * 2`)
+    return ints[0] if ints else args[arg.slots[0]] if arg.slots else arg.number
 
 
 def _aten_overload(step):
-    packet = getattr(getattr(torch.ops, step.name.split("::")[0]), step.name.split("::")[1])
-    return getattr(packet, step.overload or "default")
+    namespace, name = step.name.split("::")
+    return getattr(getattr(getattr(torch.ops, namespace), name), step.overload or "default")
 
 
 def fake_call(op: "TileOp", args: tuple):
@@ -122,7 +120,7 @@ def fake_call(op: "TileOp", args: tuple):
         elif step.kind == StepKind.ATEN:
             aten = plan.aten_steps[step.index]
             overload = _aten_overload(aten)
-            values = [_aten_value(a, tensors, list(args), scalars, device) for a in aten.args]
+            values = [_aten_value(a, tensors, args, scalars, device) for a in aten.args]
             keywords = {a.name: v for a, v in zip(overload._schema.arguments, values) if a.kwarg_only}
             result = overload(*values[:len(values) - len(keywords)], **keywords)
             if aten.num_outputs:

@@ -74,7 +74,8 @@ class TileOp:
             kinds.append(kind)
         self.kwarg_only = [a.name for a in parsed.arguments if a.kwarg_only]
         # Schema defaults, for Python kernels torch calls without them.
-        self._defaults = [(a.name, _python_default(a, k)) for a, k in zip(parsed.arguments, kinds)]
+        self._defaults = [(a.name, _python_value(a.default_value if a.has_default_value() else None, k))
+                          for a, k in zip(parsed.arguments, kinds)]
         self.arg_kinds = kinds  # checked per call on the Python paths
         for r in parsed.returns:
             if str(r.type) != "Tensor":
@@ -191,9 +192,7 @@ class TileOp:
     # Called by C++ (GIL held) when no plan matches; the dispatcher's stack
     # carries a dtype as its ScalarType code.
     def _trace(self, args: tuple) -> _C.LaunchPlan:
-        args = tuple(_C.dtype_of_code(a) if k in _DTYPE_KINDS and isinstance(a, int) else a
-                     for a, k in zip(args, self.arg_kinds))
-        return Tracer(self, args).run()
+        return Tracer(self, tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))).run()
 
     def _fake(self, *args, **kwargs):
         return fake_call(self, self._arguments(args, kwargs))
@@ -208,13 +207,9 @@ class TileOp:
             return self.call_body(args)
 
 
-_DTYPE_KINDS = (ArgKind.DTYPE, ArgKind.OPTIONAL_DTYPE)
-
-
-def _python_default(arg, kind) -> object:
-    """A schema argument's default as the body sees it (a dtype's is a ScalarType code in the schema)."""
-    value = arg.default_value if arg.has_default_value() else None
-    if kind in _DTYPE_KINDS and isinstance(value, int):
+def _python_value(value, kind) -> object:
+    """An argument as the body sees it: schemas and the dispatcher's stack carry a dtype as its ScalarType code."""
+    if kind in (ArgKind.DTYPE, ArgKind.OPTIONAL_DTYPE) and isinstance(value, int):
         return _C.dtype_of_code(value)
     return value
 

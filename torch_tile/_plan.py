@@ -12,6 +12,8 @@ ExprOp = _C.ExprOp
 BindingKind = _C.BindingKind
 AllocKind = _C.AllocKind
 ArgKind = _C.ArgKind
+is_optional = _C.is_optional  # the C++ runtime's rules for optional argument kinds
+value_kind = _C.value_kind
 StepKind = _C.StepKind
 AtenArgKind = _C.AtenArgKind
 key_word = _C.key_word
@@ -35,6 +37,6 @@ def expr(encoded: tuple) -> Expr:
     return Expr([int(c) for c in code], text)
 
 
-__all__ = ["ExprOp", "BindingKind", "AllocKind", "ArgKind", "StepKind", "AtenArgKind", "key_word", "Expr",
-           "TensorGuard", "AllocStep", "DescriptorBinding", "Binding", "LaunchStep", "ViewStep", "AtenArg", "AtenStep",
-           "PlanStep", "LaunchPlan", "expr"]
+__all__ = ["ExprOp", "BindingKind", "AllocKind", "ArgKind", "is_optional", "value_kind", "StepKind", "AtenArgKind",
+           "key_word", "Expr", "TensorGuard", "AllocStep", "DescriptorBinding", "Binding", "LaunchStep", "ViewStep",
+           "AtenArg", "AtenStep", "PlanStep", "LaunchPlan", "expr"]

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import torch
 
 from ._errors import TraceError
-from ._expr import Op, SymbolicInt
+from ._expr import Op, SymbolicInt, sym_max
 from ._trace_state import current_tracer
 
 
@@ -91,12 +91,25 @@ def concrete(value: Any) -> Any:
     return value
 
 
-def contiguous_strides(sizes) -> tuple[int, ...]:
+def contiguous_strides(sizes) -> tuple:
+    """torch's contiguous strides of ``sizes`` (ints, or symbolic ints: then symbolic, with no guard)."""
     strides, expected = [], 1
     for s in reversed(sizes):
         strides.append(expected)
-        expected *= max(int(s), 1)
+        expected = sym_max(s, 1) * expected
     return tuple(reversed(strides))
+
+
+def is_contiguous(sizes, strides) -> bool:
+    """torch's contiguity rule (size-1 dimensions' strides do not count); on
+    symbolic ints each comparison is a guard."""
+    expected = 1
+    for size, stride in zip(reversed(sizes), reversed(strides)):
+        if size != 1:
+            if stride != expected:
+                return False
+            expected = size * expected
+    return True
 
 
 def is_non_overlapping_and_dense(sizes, strides) -> bool:
@@ -254,14 +267,7 @@ class TensorProxy:
     def is_contiguous(self, memory_format=torch.contiguous_format) -> bool:
         if memory_format != torch.contiguous_format:
             return self._tracer.tensor_method("is_contiguous", self, (memory_format,), {})
-        expected = 1
-        for d in reversed(range(self._meta.dim())):
-            size = self.size(d)
-            if size != 1:
-                if self.stride(d) != expected:
-                    return False
-                expected = size * expected
-        return True
+        return is_contiguous(self.size(), self.stride())
 
     def data_ptr(self):
         """The address, for alignment checks only (``x.data_ptr() % 16 == 0``

@@ -26,7 +26,7 @@ from ._call_arguments import KERNEL_DTYPES, check_call_arguments
 from ._errors import TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
 from ._launch_mode import LaunchMode, WarmedUpKernel, direct_launches, launch_mode
-from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, \
+from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
     is_non_overlapping_and_dense
 from ._trace_state import body_location, outside_trace, tracing
 from .frontends.triton import autotune
@@ -128,7 +128,8 @@ class Tracer(GuardSink, LaunchMode):
         self.order: list[_plan.PlanStep] = []
         self.num_made = 0  # tensors the plan makes: they take the slots after the arguments
         self._view_base: dict[int, int] = {}  # view slot -> base slot
-        self._alloc_dims: dict[int, tuple[list, list]] = {}  # allocation slot -> symbolic (sizes, strides)
+        # empty_like slot -> its symbolic (sizes, strides), decided when a shadow first needs them
+        self._like_dims: dict[int, Any] = {}
         self._aten_writes: list[tuple[int, str]] = []  # (slot, operator) an in-place ATen step writes
         self._aten: Optional[AtenRecorder] = None  # made on the body's first ATen call
         self._writes: list[tuple[Any, _plan.LaunchStep, dict]] = []  # (kernel, step, bound arguments) per launch
@@ -144,7 +145,7 @@ class Tracer(GuardSink, LaunchMode):
     def _stand_in(self, i: int, value: Any):
         name = self.op.arg_names[i]
         kind = self.op.arg_kinds[i]
-        if _plan.ArgKind.OPTIONAL_TENSOR <= kind <= _plan.ArgKind.OPTIONAL_DTYPE:  # None or not selects the plan
+        if _plan.is_optional(kind):  # None or not selects the plan
             if value is None:
                 self.add_guard((Op.IS_NONE, i), f"{name} is None")
                 return None
@@ -222,8 +223,7 @@ class Tracer(GuardSink, LaunchMode):
         if func in _FACTORIES:
             return self.factory(func, args, kwargs)
         # Anything else torch does to tensors: views and ATen steps (_aten_record.py).
-        self._drop_parse_guards(a for a in (*args, *kwargs.values()))
-        self._parse_candidates.clear()
+        self._drop_parse_guards((*args, *kwargs.values()))
         return self.aten.call(func, args, kwargs, f"`{getattr(func, '__name__', func)}`")
 
     def tensor_method(self, name: str, proxy: TensorProxy, args: tuple, kwargs: dict):
@@ -256,7 +256,7 @@ class Tracer(GuardSink, LaunchMode):
         if slot < self.num_args:
             proxy = self.stand_ins[slot]
             return (proxy._meta.sizes if op == Op.SIZE else proxy._meta.strides)[atom[2]]
-        sizes, strides = self._alloc_dims_of(slot)
+        sizes, strides = self._like_dims_of(slot)
         value = (sizes if op == Op.SIZE else strides)[atom[2]]
         return value if isinstance(value, SymbolicInt) else int(value)
 
@@ -269,29 +269,27 @@ class Tracer(GuardSink, LaunchMode):
             return f"{name}[{atom[2]}]"
         return f"{name}.{'size' if op == Op.SIZE else 'stride'}({atom[2]})"
 
-    def _alloc_dims_of(self, slot: int) -> tuple[list, list]:
-        if slot not in self._alloc_dims:
+    def _like_dims_of(self, slot: int) -> tuple[list, list]:
+        if slot not in self._like_dims:
             raise self.error(f"tensor slot {slot} has no symbolic sizes")
-        dims = self._alloc_dims[slot]
-        if callable(dims):  # empty_like: decided when first needed
-            dims = self._alloc_dims[slot] = dims()
+        dims = self._like_dims[slot]
+        if callable(dims):
+            dims = self._like_dims[slot] = dims()
         return dims
 
     def shadow_dims_of_slot(self, slot: int) -> tuple[list, list]:
         if slot < self.num_args:
             return self.shadow_dims(self.stand_ins[slot])
-        return self._alloc_dims_of(slot)
+        return self._like_dims_of(slot)
 
     def shadow_dims(self, proxy: TensorProxy) -> tuple[list, list]:
         """Sizes and strides of a stand-in over the arguments only (what its
         shadow FakeTensor gets)."""
-        if proxy._slot >= self.num_args and proxy._slot in self._alloc_dims:
-            return self._alloc_dims_of(proxy._slot)
-        if proxy._sizes is not None:
+        if proxy._sizes is not None and proxy._strides is not None:  # made by the body
             return proxy._sizes, proxy._strides
         if proxy._slot < self.num_args:
             return self._argument_dims(proxy)
-        return self._alloc_dims_of(proxy._slot)
+        return self._like_dims_of(proxy._slot)  # empty_like: its strides depend on the source's layout
 
     def _argument_dims(self, proxy: TensorProxy) -> tuple[list, list]:
         """An argument's strides as torch.compile sees them: where a stride is
@@ -306,9 +304,6 @@ class Tracer(GuardSink, LaunchMode):
             expected = _expr.sym_max(sizes[d], 1) * out[d]
         return sizes, out
 
-    def check_dtype(self, dtype, what: str) -> None:
-        if dtype not in KERNEL_DTYPES:
-            raise self.error(f"{what} makes a tensor of dtype {dtype}; tile ops take {sorted(map(str, KERNEL_DTYPES))}")
 
     def add_view(self, base: TensorProxy, meta: TensorMeta, sizes: list, strides: list, offset) -> TensorProxy:
         enc = [_plan.expr(_expr.encode_int(v, self)) for v in (*sizes, *strides, offset)]
@@ -378,9 +373,10 @@ class Tracer(GuardSink, LaunchMode):
         self._drop_parse_guards(size)
         return self._alloc(size, dtype, zero)
 
-    def _check_dtype(self, dtype) -> None:
+    def check_dtype(self, dtype, what: str = "allocation") -> None:
+        """A tensor the body makes (``what``) must have a dtype tile kernels take."""
         if dtype not in KERNEL_DTYPES:
-            raise self.error(f"allocation of dtype {dtype}: tile kernels take {sorted(map(str, KERNEL_DTYPES))}")
+            raise self.error(f"{what} of dtype {dtype}: tile kernels take {sorted(map(str, KERNEL_DTYPES))}")
 
     def _new_output(self, meta: TensorMeta, sizes: list, strides: Optional[list] = None) -> TensorProxy:
         slot = self._made(_plan.StepKind.ALLOC, len(self.allocs) - 1)
@@ -388,7 +384,7 @@ class Tracer(GuardSink, LaunchMode):
         return TensorProxy(self, slot, f"out{len(self.allocs) - 1}", meta, sizes, strides)
 
     def _alloc(self, size: list, dtype: torch.dtype, zero: bool) -> TensorProxy:
-        self._check_dtype(dtype)
+        self.check_dtype(dtype)
         if len(size) > _C.MAX_SHAPE_RANK:
             raise self.error(f"allocation of rank {len(size)}; at most {_C.MAX_SHAPE_RANK} is supported")
         shape = []
@@ -403,19 +399,14 @@ class Tracer(GuardSink, LaunchMode):
         if 0 not in values and math.prod(values) * dtype.itemsize > _expr.INT64_MAX:
             raise self.error(f"allocation of shape {values} and dtype {dtype} would need more than 2^63 bytes")
         self.allocs.append(_plan.AllocStep(_plan.AllocKind.EMPTY, [_plan.expr(s) for s in shape], -1, dtype, zero))
-        strides, expected = [], 1
-        for s in reversed(size):
-            strides.append(expected)
-            expected = _expr.sym_max(s, 1) * expected
         # Sizes over the arguments, so that a branch on them is a guard the plan can check before it runs.
-        proxy = self._new_output(TensorMeta(values, contiguous_strides(values), dtype), list(size), strides[::-1])
-        self._alloc_dims[proxy._slot] = (list(size), strides[::-1])
-        return proxy
+        return self._new_output(TensorMeta(values, contiguous_strides(values), dtype), list(size),
+                                list(contiguous_strides(size)))
 
     def _alloc_like(self, src, dtype: torch.dtype, zero: bool) -> TensorProxy:
         if not isinstance(src, TensorProxy):
             raise self.error("empty_like/zeros_like need a tensor of the op")
-        self._check_dtype(dtype)
+        self.check_dtype(dtype)
         self._parse_candidates.clear()
         self.allocs.append(_plan.AllocStep(_plan.AllocKind.EMPTY_LIKE, [], src._slot, dtype, zero))
         m = src._meta
@@ -423,27 +414,16 @@ class Tracer(GuardSink, LaunchMode):
         dense = is_non_overlapping_and_dense(m.sizes, m.strides)
         proxy = self._new_output(TensorMeta(m.sizes, m.strides if dense else contiguous_strides(m.sizes), dtype),
                                  list(src.size()))
-        self._alloc_dims[proxy._slot] = lambda: self._like_dims(src)
+        self._like_dims[proxy._slot] = lambda: self._dims_like(src)
         return proxy
 
-    def _like_dims(self, src: TensorProxy) -> tuple[list, list]:
+    def _dims_like(self, src: TensorProxy) -> tuple[list, list]:
         """Symbolic sizes and strides of empty_like(src), for shadows only (so
         plans that never need them carry no guard): a contiguous source's
         layout is contiguous; any other is specialised to this call's."""
         sizes, strides = self.shadow_dims(src)
-        expected, contiguous = 1, True
-        for size, stride in reversed(list(zip(sizes, strides))):
-            if size != 1:
-                if stride != expected:
-                    contiguous = False
-                    break
-                expected = size * expected
-        if contiguous:
-            out, expected = [], 1
-            for size in reversed(sizes):
-                out.append(expected)
-                expected = _expr.sym_max(size, 1) * expected
-            return list(sizes), out[::-1]
+        if is_contiguous(sizes, strides):
+            return list(sizes), list(contiguous_strides(sizes))
         m = src._meta
         for v in (*sizes, *strides):
             if isinstance(v, SymbolicInt):

@@ -88,6 +88,8 @@ void bind_kinds(py::module_& m) {
       .value("OPTIONAL_FLOAT", ArgKind::OptionalFloat).value("OPTIONAL_BOOL", ArgKind::OptionalBool)
       .value("OPTIONAL_STRING", ArgKind::OptionalString).value("OPTIONAL_DTYPE", ArgKind::OptionalDtype)
       .value("INT_LIST", ArgKind::IntList);
+  m.def("is_optional", &is_optional, py::arg("kind"), "Whether an argument of this ArgKind may be None.");
+  m.def("value_kind", &value_kind, py::arg("kind"), "The kind of a present value of an ArgKind (OPTIONAL_INT -> INT).");
   py::enum_<StepKind>(m, "StepKind", "Kinds of plan steps", py::arithmetic())
       .value("ALLOC", StepKind::Alloc).value("VIEW", StepKind::View).value("ATEN", StepKind::Aten)
       .value("LAUNCH", StepKind::Launch);

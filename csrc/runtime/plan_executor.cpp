@@ -257,17 +257,20 @@ void check_allocation_size(const char* op, int index, const AllocStep& a, const 
                              "] would need more than 2^63 bytes");
 }
 
+// A size of an allocation or a view (`what`), refused when negative.
+int64_t evaluate_size(const Expr& e, const EvalContext& ctx, const char* op_name, const char* what) {
+  const int64_t size = e.evaluate(ctx);
+  if (size < 0) {
+    fail(ErrorKind::Value, std::string(op_name) + ": " + what + " size `" + e.text + "` is " + std::to_string(size));
+  }
+  return size;
+}
+
 void allocate(const AllocStep& a, int index, CallArgs& args, LaunchHost& host, const char* op_name) {
   const EvalContext ctx = args.eval();  // earlier tensors are readable too
   int64_t shape[kMaxShapeRank];
   const int rank = int(a.shape.size());
-  for (int d = 0; d < rank; ++d) {
-    shape[d] = a.shape[d].evaluate(ctx);
-    if (shape[d] < 0) {
-      fail(ErrorKind::Value, std::string(op_name) + ": output size `" + a.shape[d].text + "` is " +
-                                 std::to_string(shape[d]));
-    }
-  }
+  for (int d = 0; d < rank; ++d) shape[d] = evaluate_size(a.shape[d], ctx, op_name, "output");
   check_allocation_size(op_name, index, a, shape, rank);
   const int slot = args.num_slots;
   args.slots[slot] = host.allocate(slot, a, shape, rank);
@@ -281,12 +284,8 @@ void make_view(const ViewStep& v, CallArgs& args, LaunchHost& host, const char* 
   int64_t* sizes = args.view_dims + args.view_dims_used;
   int64_t* strides = sizes + rank;
   for (int d = 0; d < rank; ++d) {
-    sizes[d] = v.sizes[size_t(d)].evaluate(ctx);
+    sizes[d] = evaluate_size(v.sizes[size_t(d)], ctx, op_name, "view");
     strides[d] = v.strides[size_t(d)].evaluate(ctx);
-    if (sizes[d] < 0) {
-      fail(ErrorKind::Value, std::string(op_name) + ": view size `" + v.sizes[size_t(d)].text + "` is " +
-                                 std::to_string(sizes[d]));
-    }
   }
   const int64_t offset = v.offset.evaluate(ctx);
   const TensorArg& base = args.slots[v.base];

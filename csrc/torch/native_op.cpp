@@ -189,7 +189,11 @@ void NativeOp::call(torch::jit::Stack& stack) {
     TorchLaunchHost host(args, in, device);
     run_plan(plan, args, host, qualname_.c_str(), observer);
     torch::jit::drop(stack, n);
-    for (int32_t slot : plan.outputs) torch::jit::push(stack, host.tensor(slot));
+    // Views among the outputs become tensors before any output is moved out (a view reads its base).
+    if (!plan.views.empty()) {
+      for (int32_t slot : plan.outputs) host.tensor(slot);
+    }
+    for (int32_t slot : plan.outputs) torch::jit::push(stack, host.take(slot));
     if (observer != nullptr) observer->phase(CallPhase::OutputsPushed);
   } catch (const Error& e) {
     rethrow_as_torch_error(e);

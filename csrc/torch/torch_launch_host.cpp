@@ -49,6 +49,11 @@ const at::Tensor& TorchLaunchHost::tensor(int slot) {
   return m.tensor;
 }
 
+at::Tensor TorchLaunchHost::take(int slot) {
+  tensor(slot);
+  return std::move(made(slot).tensor);
+}
+
 TensorArg TorchLaunchHost::allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) {
   const at::Tensor* like = step.kind == AllocStep::Kind::EmptyLike ? &tensor(step.like_slot) : nullptr;
   at::Tensor t = allocate_output(step, shape, rank, like, allocator_, c10::DispatchKeySet(c10::DispatchKey::CUDA));

@@ -27,6 +27,9 @@ class TorchLaunchHost final : public LaunchHost {
   // The tensor in `slot` (an argument, or one the plan made; a view becomes a
   // tensor here, once).
   const at::Tensor& tensor(int slot);
+  // Moves out the tensor the plan made in `slot`, to return it. Views among
+  // the outputs must be tensors first (tensor()): a view reads its base.
+  at::Tensor take(int slot);
 
  private:
   struct Made {
