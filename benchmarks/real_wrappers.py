@@ -10,13 +10,17 @@ in turn within each repeat (median over repeats): the tile op from Python
 launcher), and their ratio. The entries' plans are summarised too: how many
 steps are views (no ATen call) and ATen steps.
 
-Two more rows answer "what does a plan step cost": a body that only takes a
-view of its input and launches (``view_launch``) against the same launch on the
-input itself (``plain_launch``), and a body with one ATen step (``.float()`` of
-an fp16 input) against calling ``aten::_to_copy`` and the launch from C++
-(``_C.testing`` does not expose that, so it is the same op's plan minus the
-step, timed through ``torch.ops.aten._to_copy`` from Python plus the plain
-launch: an upper bound on the dispatcher's cost). Writes real_wrappers.json and
+More rows answer "what does a plan step cost": a body that only takes a view
+of its input and launches (``view_launch``) against the same launch on the input
+itself (``plain_launch``), and a body with one ATen step (``aten_launch``:
+``.float()`` of an fp16 input) against its plan minus the step, made by the
+caller: ``aten::_to_copy`` then ``plain_launch`` on its output. Each is timed
+from Python (``torch.ops``) and from C++ through c10::Dispatcher with the GIL
+released (``_C.testing.bench_dispatcher_chain``), all interleaved in one run.
+The C++ rows are the acceptance check: a view step should cost nothing
+(view_launch / plain_launch about 1) and an ATen step no more than the caller
+making the same dispatcher call (aten_launch / (_to_copy + plain_launch) at most
+1); both ratios are in the JSON summary. Writes real_wrappers.json and
 real_wrappers.png to --out.
 """
 
@@ -41,14 +45,29 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import views_aten_ops as V  # noqa: E402
 
 
-def _medians(measures: dict, iters: int, repeats: int) -> dict:
-    for fn in measures.values():
-        fn()
-        host_seconds(fn, max(iters // 10, 10))
-    samples = {name: [] for name in measures}
+def _py(fn):
+    """A timer (calls -> seconds) for a Python callable."""
+    return lambda n: host_seconds(fn, n)
+
+
+def _cpp(steps: list):
+    """A timer for a chain of dispatcher calls made from C++, the GPU idle before and drained after (as
+    host_seconds does for Python)."""
+    def timer(n: int) -> float:
+        torch.cuda.synchronize()
+        seconds = tt._C.testing.bench_dispatcher_chain(steps, n)
+        torch.cuda.synchronize()
+        return seconds
+    return timer
+
+
+def _medians(timers: dict, iters: int, repeats: int) -> dict:
+    for timer in timers.values():
+        timer(max(iters // 10, 10))  # warm
+    samples = {name: [] for name in timers}
     for _ in range(repeats):
-        for name, fn in measures.items():
-            samples[name].append(host_seconds(fn, iters) / iters * 1e6)
+        for name, timer in timers.items():
+            samples[name].append(timer(iters) / iters * 1e6)
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
@@ -82,11 +101,17 @@ def step_costs(iters: int, repeats: int) -> dict:
     x = torch.randn(32, 32, device="cuda")
     h = x.half()
     return _medians({
-        "plain_launch": lambda: plain_launch(x),
-        "view_launch": lambda: view_launch(x),
-        "aten_launch (fp16 -> .float())": lambda: aten_launch(h),
+        "plain_launch": _py(lambda: plain_launch(x)),
+        "view_launch": _py(lambda: view_launch(x)),
+        "aten_launch (fp16 -> .float())": _py(lambda: aten_launch(h)),
         "aten::_to_copy from Python + plain_launch":
-            lambda: plain_launch(torch.ops.aten._to_copy(h, dtype=torch.float32)),
+            _py(lambda: plain_launch(torch.ops.aten._to_copy(h, dtype=torch.float32))),
+        # The same from C++ (steps: qualname, overload, args, kwargs; `...` is the previous step's output).
+        "C++ plain_launch": _cpp([("bench_wrappers::plain_launch", "", (x,), {})]),
+        "C++ view_launch": _cpp([("bench_wrappers::view_launch", "", (x,), {})]),
+        "C++ aten_launch": _cpp([("bench_wrappers::aten_launch", "", (h,), {})]),
+        "C++ aten::_to_copy + plain_launch": _cpp([("aten::_to_copy", "", (h,), {"dtype": torch.float32}),
+                                                   ("bench_wrappers::plain_launch", "", (...,), {})]),
     }, iters, repeats)
 
 
@@ -107,7 +132,7 @@ def corpus_rows(iters: int, repeats: int) -> tuple[dict, dict]:
             continue
         if entry.mutates_args:
             continue  # the wrapper writes its inputs: repeated calls would change them; timed elsewhere
-        m = _medians({"tile": lambda: op(*args), "library": lambda: entry.body(*args)}, iters, repeats)
+        m = _medians({"tile": _py(lambda: op(*args)), "library": _py(lambda: entry.body(*args))}, iters, repeats)
         rows[entry.qualname] = {**m, "library_over_tile": m["library"] / m["tile"]}
         plans[entry.qualname] = {"views": len(plan.views), "aten_steps": [a.name for a in plan.aten_steps],
                                  "launches": len(plan.launches), "guards": len(plan.guards)}
@@ -140,6 +165,11 @@ def main() -> None:
         "min_library_over_tile": min(ratios) if ratios else None,
         "median_library_over_tile": statistics.median(ratios) if ratios else None,
         "view_step_over_plain_launch": steps["view_launch"] / steps["plain_launch"],
+        # From C++ through the dispatcher: a view step's cost (about 1: no ATen call) and an ATen step's
+        # against the caller making that call itself (at most 1).
+        "cpp_view_launch_over_plain_launch": steps["C++ view_launch"] / steps["C++ plain_launch"],
+        "cpp_aten_launch_over_to_copy_plus_plain_launch":
+            steps["C++ aten_launch"] / steps["C++ aten::_to_copy + plain_launch"],
     }
     print("summary:", summary)
     write(args.out, "real_wrappers", {"rows": rows, "plans": plans, "step_costs_us": steps, "summary": summary},

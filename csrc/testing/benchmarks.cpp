@@ -8,6 +8,9 @@
 #include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -52,6 +55,98 @@ double seconds_for_calls(const std::string& qualname, const py::tuple& args, int
 double bench_dispatcher(const std::string& qualname, const py::tuple& args, int64_t iters) {
   return seconds_for_calls(qualname, args, iters,
                            [](const c10::OperatorHandle& op, torch::jit::Stack& stack) { op.callBoxed(stack); });
+}
+
+// One step of bench_dispatcher_chain: an operator overload, its argument
+// stack, and where in that stack the previous step's output goes.
+struct ChainStep {
+  c10::OperatorHandle op;
+  torch::jit::Stack prototype;
+  std::vector<size_t> from_previous;  // stack slots filled with the previous step's output
+  size_t outputs = 0;                 // values it returned in the untimed run
+  bool feeds_next = false;            // the next step takes its output
+};
+
+using ChainSpec = std::tuple<std::string, std::string, py::tuple, py::dict>;
+
+bool is_previous_output(py::handle arg) { return arg.ptr() == Py_Ellipsis; }
+
+// Seconds for `iters` runs of a sequence of dispatcher calls, a later call
+// taking an earlier one's output, as a C++ caller chains ops (GIL released):
+// what a tile op's ATen step would cost if the caller made that call itself.
+// Each step is (qualname, overload, args, kwargs); an argument that is `...`
+// (Ellipsis) stands for the previous step's output. Ellipsis because no
+// schema type accepts it, so it cannot collide with a real argument. The
+// chain runs once first, untimed: it warms the ops, and its outputs stand in
+// for `...` while the stacks are built (the schema checks their types).
+double bench_dispatcher_chain(const std::vector<ChainSpec>& specs, int64_t iters) {
+  if (specs.empty()) throw py::value_error("bench_dispatcher_chain: no steps");
+  std::vector<ChainStep> steps;
+  steps.reserve(specs.size());
+  c10::IValue previous;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& [qualname, overload, args, kwargs] = specs[i];
+    const std::string where = "bench_dispatcher_chain: step " + std::to_string(i) + " (" + qualname +
+                              (overload.empty() ? "" : "." + overload) + ")";
+    std::optional<c10::OperatorHandle> op = c10::Dispatcher::singleton().findSchema({qualname, overload});
+    if (!op) throw py::value_error(where + ": no such operator overload");
+    // `...` is replaced by the previous output here (to build and check the
+    // stack) and again on every timed call; only top-level arguments may be `...`.
+    auto take_previous = [&](py::handle arg) -> py::object {
+      if (!is_previous_output(arg)) return py::reinterpret_borrow<py::object>(arg);
+      if (i == 0) throw py::value_error(where + ": `...` (the previous output) in the first step");
+      if (steps.back().outputs != 1) {
+        throw py::value_error(where + ": `...` but the previous step returned " +
+                              std::to_string(steps.back().outputs) + " values, not one");
+      }
+      return torch::jit::toPyObject(previous);
+    };
+    std::vector<size_t> from_previous;
+    py::tuple call_args(args.size());
+    for (size_t k = 0; k < args.size(); ++k) {
+      if (is_previous_output(args[k])) from_previous.push_back(k);  // positional k is stack slot k
+      call_args[k] = take_previous(args[k]);
+    }
+    py::kwargs call_kwargs;
+    for (auto [name, value] : kwargs) call_kwargs[name] = take_previous(value);
+    ChainStep step{*op, {}, {}, 0, false};
+    try {
+      step.prototype = torch::jit::createStackForSchema(op->schema(), call_args, call_kwargs, std::nullopt);
+    } catch (const std::exception& e) {
+      throw py::type_error(where + ": " + e.what());
+    }
+    for (auto [name, value] : kwargs) {  // the schema accepted the names, so each has a slot
+      if (is_previous_output(value)) {
+        from_previous.push_back(size_t(*op->schema().argumentIndexWithName(py::cast<std::string>(name))));
+      }
+    }
+    for (size_t slot : from_previous) step.prototype[slot] = c10::IValue();  // the live output goes there
+    step.from_previous = std::move(from_previous);
+    torch::jit::Stack stack = step.prototype;
+    for (size_t slot : step.from_previous) stack[slot] = previous;
+    {
+      py::gil_scoped_release no_gil;
+      op->callBoxed(stack);
+    }
+    step.outputs = stack.size();
+    previous = step.outputs == 1 ? std::move(stack[0]) : c10::IValue();
+    if (!step.from_previous.empty()) steps.back().feeds_next = true;
+    steps.push_back(std::move(step));
+  }
+  previous = c10::IValue();
+  py::gil_scoped_release no_gil;
+  torch::jit::Stack stack;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t it = 0; it < iters; ++it) {
+    for (const ChainStep& step : steps) {
+      stack.assign(step.prototype.begin(), step.prototype.end());
+      for (size_t slot : step.from_previous) stack[slot] = previous;
+      step.op.callBoxed(stack);
+      if (step.feeds_next) previous = std::move(stack[0]);
+    }
+  }
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(stop - start).count();
 }
 
 // The op's C++ implementation directly, without the dispatcher: what the
@@ -206,6 +301,10 @@ auto translating(R (*fn)(Args...)) {
 void bind_benchmarks(py::module_& m) {
   m.def("bench_dispatcher", translating(bench_dispatcher), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Seconds for `iters` calls of the op from C++ through c10::Dispatcher (GIL released).");
+  m.def("bench_dispatcher_chain", translating(bench_dispatcher_chain), py::arg("steps"), py::arg("iters"),
+        "Seconds for `iters` runs of a chain of ops from C++ through c10::Dispatcher (GIL released). Each step is "
+        "(qualname, overload, args, kwargs), overload '' for the default; an argument `...` is the previous "
+        "step's output. The chain runs once, untimed, before the loop.");
   m.def("bench_direct", translating(bench_direct), py::arg("qualname"), py::arg("args"), py::arg("iters"),
         "Seconds for `iters` calls of the op's C++ implementation without the dispatcher (GIL released).");
   m.def("bench_raw_launch", translating(bench_raw_launch), py::arg("qualname"), py::arg("args"), py::arg("iters"),
