@@ -7,7 +7,10 @@ torch_tile from C++ through c10::Dispatcher, and its implementation called
 directly (to show what the dispatcher costs), and its in-place add_ (no output to
 allocate); Triton's JIT launch (kernel[grid], allocating the output like
 the op does); torch.library.triton_op; eager torch.add; and bare
-cuLaunchKernelEx replaying the same launch (the floor). Two more rows help read
+cuLaunchKernelEx replaying the same launch (the floor); and, with --cpp-program,
+a LibTorch program with no Python in it (examples/cpp, built with CMake here)
+calling tile::add through c10::Dispatcher after loading a bundle exported in
+this process (its loop is timed inside it, per repeat). Two more rows help read
 them: the allocation + free of the output alone (CUDA caching allocator), and
 the floor loop with that allocation + free added; the JSON also has the
 direct call's time split into its phases (ns, stamped inside real calls). Each is timed as the
@@ -21,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 
 import torch
 import triton
@@ -70,7 +76,29 @@ def _triton_op():
     return torch.ops.tile_bench.add
 
 
-def run(iters: int, repeats: int) -> dict:
+def _cpp_program_row(x, y, workdir: str):
+    """A measure for the C++ example program: µs per tile::add call, as it reports them."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "cpp"))
+    import build as example  # noqa: E402 - examples/cpp/build.py
+    import ops  # noqa: E402,F401 - defines the example's other ops, which the program checks too
+
+    bundle = os.path.join(workdir, "ops.ttb")
+    tt.export_bundle(["tile::add", "demo::scale_rows", "demo::scaled_softmax"], bundle, examples={
+        **ops.examples("cuda"), "tile::add": [(x, y), *ops.examples("cuda")["tile::add"]]})
+    program = example.build(os.path.join(workdir, "example"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+    def measure(n):
+        out = subprocess.run([program, bundle, "--bench", str(n)], capture_output=True, text=True, env=env)
+        found = re.search(r"bench tile::add us_per_call ([0-9.]+)", out.stdout)
+        if out.returncode != 0 or not found:
+            raise RuntimeError(f"the C++ example failed:\n{out.stdout}\n{out.stderr}")
+        return float(found.group(1)) * n / 1e6
+
+    return measure
+
+
+def run(iters: int, repeats: int, cpp_program: bool = False) -> dict:
     x = torch.randn(N, device="cuda")
     y = torch.randn(N, device="cuda")
     ref = x + y
@@ -99,6 +127,9 @@ def run(iters: int, repeats: int) -> dict:
         "floor + output alloc + free":
             lambda n: tt._C.testing.bench_raw_launch("tile::add", (x, y), n, allocate_like=x),
     }
+    workdir = tempfile.mkdtemp(prefix="tile_cpp_")
+    if cpp_program:
+        measures["C++ program, no Python (LibTorch + bundle)"] = _cpp_program_row(x, y, workdir)
     rows, spread = _interleaved_medians(measures, iters, repeats)
     phases = tt._C.testing.bench_phases("tile::add", (x, y), iters * 10)
     py = rows["torch_tile (torch.ops, Python)"]
@@ -111,6 +142,9 @@ def run(iters: int, repeats: int) -> dict:
         "Triton JIT / torch_tile >= 2.5": rows["Triton JIT kernel[grid]"] / py >= 2.5,
         "C++ dispatcher <= 1.15 x (floor + output alloc + free)": cpp <= 1.15 * allocating_floor,
     }
+    program = rows.get("C++ program, no Python (LibTorch + bundle)")
+    if program is not None:
+        targets["C++ program <= 1.15 x (floor + output alloc + free)"] = program <= 1.15 * allocating_floor
     return {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -127,6 +161,7 @@ def run(iters: int, repeats: int) -> dict:
             "torch_tile_over_eager_add": py / rows["eager torch.add"],
             "cpp_dispatcher_over_floor": cpp / floor,
             "cpp_dispatcher_over_floor_with_allocation": cpp / allocating_floor,
+            **({"cpp_program_over_floor_with_allocation": program / allocating_floor} if program else {}),
         },
         "targets_met": targets,
     }
@@ -137,12 +172,14 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    parser.add_argument("--cpp-program", action="store_true",
+                        help="add the row of the C++ example program (needs cmake; builds it)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("launch_overhead: needs a CUDA GPU")
         return 0
     os.makedirs(args.out, exist_ok=True)
-    result = run(args.iters, args.repeats)
+    result = run(args.iters, args.repeats, args.cpp_program)
     for name, us in result["host_us_per_call"].items():
         print(f"{name:34s} {us:8.2f} µs/call")
     for name, ns in result["launch_path_phases_ns"].items():

@@ -28,6 +28,7 @@ if [ $# -gt 0 ]; then tests=("$@"); else tests=(tests/test_gpu_*.py); fi
     case "$bench" in
       training_step) "$PY" benchmarks/training_step.py --out "$OUT" ${TRAINING_PROFILE:+--profile $TRAINING_PROFILE} ;;
       warm_start) "$PY" benchmarks/warm_start.py --repeats "${WARM_REPEATS:-2}" --out "$OUT" ;;
+      launch_overhead) "$PY" benchmarks/launch_overhead.py --cpp-program --out "$OUT" ;;
       *) "$PY" "benchmarks/$bench.py" --out "$OUT" ;;
     esac || status=1
   done

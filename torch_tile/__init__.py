@@ -7,6 +7,8 @@ specialization key, finds the compiled variant and calls ``cuLaunchKernelEx``
 on the current stream, all in C++. Python runs only on a cache miss.
 """
 
+import os
+
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from . import _C, frontends
@@ -15,7 +17,11 @@ from ._expr import SymbolicInt, sym_max, sym_min
 from ._op import TileOp, op
 from ._stand_ins import TensorProxy
 from ._version import __version__
+from .bundle import export_bundle, load_bundle
 from .frontends.triton import compile_count, compile_variant
+
+# For a LibTorch program's CMake: -DCMAKE_PREFIX_PATH=<this> makes find_package(torch_tile) work.
+cmake_prefix_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "share", "cmake")
 
 # Explicit, once: the Triton frontend compiles its kernels' variants for the native runtime.
 frontends.triton.register()
@@ -41,5 +47,8 @@ __all__ = [
     "compile_count",
     "compile_variant",
     "runtime_counters",
+    "export_bundle",
+    "load_bundle",
+    "cmake_prefix_path",
     "__version__",
 ]

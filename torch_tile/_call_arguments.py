@@ -54,18 +54,31 @@ def check_call_arguments(op: "TileOp", args: Sequence[Any]) -> None:
             if value is None:
                 continue
             kind = value_kind(kind)
+        if kind == ArgKind.TENSOR_LIST:
+            if not isinstance(value, (list, tuple)):
+                raise TypeError(f"{where} expected a list of Tensors, got {_describe(value)}")
+            for k, item in enumerate(value):
+                first = _check_tensor(f"{op.qualname}: argument '{name}[{k}]'", name, item, first)
+            continue
         if kind != ArgKind.TENSOR:
             if not isinstance(value, _SCALAR_TYPES[kind]) or (kind == ArgKind.INT and isinstance(value, bool)) or (
                     kind == ArgKind.INT_LIST and not all(isinstance(v, (int, torch.SymInt)) for v in value)):
                 raise TypeError(f"{where} expected {_SCALAR_NAMES[kind]}, got {_describe(value)}")
             continue
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{where} expected a Tensor, got {_describe(value)}")
-        if value.dtype not in KERNEL_DTYPES:
-            raise TypeError(f"{where} expected a dtype a tile kernel can take, got {value.dtype}")
-        if first is None:
-            first = (name, value.device)
-        elif value.device != first[1]:
-            raise ValueError(f"{where} expected a tensor on {first[1]} like argument '{first[0]}', got a tensor "
-                             f"on {value.device}")
+        first = _check_tensor(where, name, value, first)
     _C.check_written_arguments(op.qualname, tuple(args))
+
+
+def _check_tensor(where: str, name: str, value: Any, first):
+    """Checks one tensor (``where``: op and argument, for messages); returns
+    the (name, device) of the first tensor argument."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{where} expected a Tensor, got {_describe(value)}")
+    if value.dtype not in KERNEL_DTYPES:
+        raise TypeError(f"{where} expected a dtype a tile kernel can take, got {value.dtype}")
+    if first is None:
+        return (name, value.device)
+    if value.device != first[1]:
+        raise ValueError(f"{where} expected a tensor on {first[1]} like argument '{first[0]}', got a tensor "
+                         f"on {value.device}")
+    return first

@@ -23,7 +23,7 @@ from . import _C
 from ._call_arguments import check_call_arguments
 from ._expr import evaluate
 from ._launch_mode import SkipLaunches, launch_mode
-from ._plan import AllocKind, AtenArgKind, StepKind
+from ._plan import AllocKind, ArgKind, AtenArgKind, StepKind
 
 if TYPE_CHECKING:
     from ._op import TileOp
@@ -36,6 +36,8 @@ def _hint(v):
 
 def _hinted(value):
     """A meta tensor (or int) with the concrete values behind ``value``'s SymInts."""
+    if isinstance(value, (list, tuple)):
+        return [_hinted(v) for v in value]
     if isinstance(value, torch.Tensor):
         sizes = [_hint(s) for s in value.shape]
         strides = [_hint(s) for s in value.stride()]
@@ -45,11 +47,16 @@ def _hinted(value):
 
 
 def _all_hinted(args) -> bool:
-    for a in args:
+    for a in _flat(args):
         values = [*a.shape, *a.stride()] if isinstance(a, torch.Tensor) else [a]
         if any(_hint(v) is None for v in values):
             return False
     return True
+
+
+def _flat(args) -> list:
+    """The arguments with lists' items in their place."""
+    return [v for a in args for v in (a if isinstance(a, (list, tuple)) else (a,))]
 
 
 def _scalars(args) -> list:
@@ -92,10 +99,11 @@ def fake_call(op: "TileOp", args: tuple):
     if not _all_hinted(args):
         with launch_mode(SkipLaunches()):
             return op.call_body(args)
-    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+    device = next((a.device for a in _flat(args) if isinstance(a, torch.Tensor)), None)
     plan = op.trace(*[_hinted(a) for a in args], device=device)
     scalars = _scalars(args)
-    tensors = list(args)  # inputs by argument index, then the tensors the plan makes, by slot
+    # Slots: inputs by argument index, the items of Tensor[] arguments, then the tensors the plan makes.
+    tensors = [*args, *(t for a, k in zip(args, op.arg_kinds) if k == ArgKind.TENSOR_LIST for t in a)]
     for guard in plan.shape_guards:
         # Holds for the hints by construction; on SymInts, bool() installs the guard.
         if not bool(evaluate(guard.code, tensors, scalars)):
@@ -129,6 +137,8 @@ def fake_call(op: "TileOp", args: tuple):
     # An output that is a view of the op's own intermediate is its own tensor to the caller.
     outputs = tuple(t if t._base is None else torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
                     for t in (tensors[slot] for slot in plan.outputs))
+    if op.returns_list:
+        return list(outputs)
     if op.num_returns == 0:
         return None
     return outputs[0] if op.num_returns == 1 else outputs

@@ -25,7 +25,16 @@ _ARG_KINDS = {"Tensor": ArgKind.TENSOR, "int": ArgKind.INT, "SymInt": ArgKind.IN
               "Optional[SymInt]": ArgKind.OPTIONAL_INT, "Optional[float]": ArgKind.OPTIONAL_FLOAT,
               "Optional[bool]": ArgKind.OPTIONAL_BOOL, "Optional[str]": ArgKind.OPTIONAL_STRING,
               "Optional[ScalarType]": ArgKind.OPTIONAL_DTYPE, "List[int]": ArgKind.INT_LIST,
-              "List[SymInt]": ArgKind.INT_LIST}
+              "List[SymInt]": ArgKind.INT_LIST, "List[Tensor]": ArgKind.TENSOR_LIST}
+
+
+# Every TileOp of this process, by qualname (bundles export by namespace).
+_REGISTRY: dict[str, "TileOp"] = {}
+
+
+def registered_ops() -> dict[str, "TileOp"]:
+    """The tile ops defined in this process, by qualname."""
+    return dict(_REGISTRY)
 
 
 class TileOp:
@@ -69,17 +78,23 @@ class TileOp:
             if kind is None:
                 raise TypeError(
                     f"torch_tile.op {qualname}: argument '{a.name}' has type {a.real_type}; supported: Tensor, int, "
-                    "float, bool, str, torch.dtype, Optional of each, and list[int]"
+                    "float, bool, str, torch.dtype, Optional of each, list[int] and list[Tensor]"
                 )
+            if kind == ArgKind.TENSOR_LIST and a.alias_info is not None and a.alias_info.is_write:
+                raise TypeError(f"torch_tile.op {qualname}: argument '{a.name}': ops that write the tensors of a "
+                                "list[Tensor] argument are not supported; pass the written tensors as Tensor arguments")
             kinds.append(kind)
         self.kwarg_only = [a.name for a in parsed.arguments if a.kwarg_only]
         # Schema defaults, for Python kernels torch calls without them.
         self._defaults = [(a.name, _python_value(a.default_value if a.has_default_value() else None, k))
                           for a, k in zip(parsed.arguments, kinds)]
         self.arg_kinds = kinds  # checked per call on the Python paths
-        for r in parsed.returns:
-            if str(r.type) != "Tensor":
-                raise TypeError(f"torch_tile.op {qualname}: returns must be Tensors, got {r.type}")
+        returns = [str(r.type) for r in parsed.returns]
+        # Tensor, a tuple of Tensors, one list[Tensor] (any length), or None.
+        self.returns_list = returns == ["List[Tensor]"]
+        if not self.returns_list and any(r != "Tensor" for r in returns):
+            raise TypeError(f"torch_tile.op {qualname}: returns must be a Tensor, a tuple of Tensors, a "
+                            f"list[Tensor] or None, got ({', '.join(returns)})")
         self.num_returns = len(parsed.returns)
         self._lib = torch.library.Library(self.namespace, "FRAGMENT")
         self._lib.define(self.name + schema)
@@ -98,6 +113,7 @@ class TileOp:
         self.overload._op = _C.fast_caller(qualname, self.overload._op)
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
+        _REGISTRY[qualname] = self
 
     def register_autograd(self, backward: Callable, *, setup_context: Optional[Callable] = None) -> None:
         """Declares the op's backward, as ``torch.library.register_autograd``.
@@ -256,6 +272,9 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
         "backward": staticmethod(backward_fn),
     })
     apply = _fast_apply(function)
+    lists = [i for i, k in enumerate(op.arg_kinds) if k == ArgKind.TENSOR_LIST]
+    if lists:
+        apply = _refusing_list_gradients(op, lists, apply)
     if not mutated:
         return apply
     num_outs = op.num_returns
@@ -267,6 +286,21 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
         return result[0] if num_outs == 1 else result[:num_outs]
 
     return apply_and_drop_written
+
+
+def _refusing_list_gradients(op: TileOp, lists: list[int], apply: Callable) -> Callable:
+    """autograd.Function does not see tensors inside lists: a gradient through
+    one would silently be missing, so such calls are refused."""
+    def checked(*args):
+        for i in lists:
+            if any(t.requires_grad for t in args[i]):
+                raise NotImplementedError(
+                    f"{op.qualname}: argument '{op.arg_names[i]}' (a list[Tensor]) holds a tensor that requires "
+                    "grad; tile ops do not differentiate through list[Tensor] arguments: pass it as a Tensor "
+                    "argument, or detach it")
+        return apply(*args)
+
+    return checked
 
 
 # The C entry of autograd.Function.apply. Before torch 2.12, Function.apply is a

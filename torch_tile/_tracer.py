@@ -115,7 +115,6 @@ class Tracer(GuardSink, LaunchMode):
         tensors that live elsewhere."""
         self.op = op
         self.num_args = len(args)
-        self._args = args  # the call's real values: autotuning times configs on them
         self.guards: dict[tuple[int, ...], str] = {}
         self._allocs_before: dict[tuple[int, ...], int] = {}  # guard -> allocations made before it
         # Guards from int() conversions, with the body instruction that made them.
@@ -135,6 +134,12 @@ class Tracer(GuardSink, LaunchMode):
         self._writes: list[tuple[Any, _plan.LaunchStep, dict]] = []  # (kernel, step, bound arguments) per launch
         self.device: Optional[torch.device] = None
         check_call_arguments(op, args)
+        # Input tensors by slot: the tensor arguments at their own index, then
+        # the items of Tensor[] arguments (slots num_args.. in argument order).
+        self._inputs: dict[int, TensorProxy] = {}
+        self._input_values: dict[int, torch.Tensor] = {}  # the call's tensors (autotuning times configs on them)
+        self._input_argument: dict[int, int] = {}  # input slot -> the argument holding it
+        self.num_inputs = self.num_args
         self.stand_ins = [self._stand_in(i, a) for i, a in enumerate(args)]
         if device is not None:
             self.device = device
@@ -150,9 +155,16 @@ class Tracer(GuardSink, LaunchMode):
                 self.add_guard((Op.IS_NONE, i), f"{name} is None")
                 return None
             self.add_guard((Op.IS_NONE, i, Op.NOT), f"{name} is not None")
-        if kind == _plan.ArgKind.INT_LIST:  # its length is guarded; its items are symbolic
+        if kind in (_plan.ArgKind.INT_LIST, _plan.ArgKind.TENSOR_LIST):  # the plan holds for this length
             self.add_guard((Op.LIST_LEN, i, Op.CONST, len(value), Op.EQ), f"len({name}) == {len(value)}")
+        if kind == _plan.ArgKind.INT_LIST:  # its items are symbolic
             return [SymbolicInt((Op.LIST_ITEM, i, k), f"{name}[{k}]", int(v), self) for k, v in enumerate(value)]
+        if kind == _plan.ArgKind.TENSOR_LIST:  # its items take the slots after the arguments
+            items = []
+            for k, item in enumerate(value):
+                self.num_inputs += 1
+                items.append(self._input_tensor(self.num_inputs - 1, i, f"{name}[{k}]", item))
+            return items
         if isinstance(value, str):  # a mode string: the plan holds for this value
             data = value.encode()
             words = [int.from_bytes(data[k:k + 8].ljust(8, b"\0"), "little", signed=True)
@@ -164,10 +176,7 @@ class Tracer(GuardSink, LaunchMode):
             self.add_guard((Op.SCALAR, i, Op.CONST, code, Op.EQ), f"{name} == {value}")
             return value
         if isinstance(value, torch.Tensor):
-            if self.device is None:
-                self.device = value.device
-            self.tensor_guards.append((i, value.dtype, value.dim()))
-            return TensorProxy(self, i, name, TensorMeta(value.shape, value.stride(), value.dtype))
+            return self._input_tensor(i, i, name, value)
         if isinstance(value, bool):
             return SymbolicInt((Op.SCALAR, i), name, int(value), self, is_bool=True)
         if isinstance(value, int):
@@ -177,6 +186,14 @@ class Tracer(GuardSink, LaunchMode):
         if value is None:
             return None
         raise TraceError(f"{self.op.qualname}: argument '{name}' of type {type(value).__name__} is not supported")
+
+    def _input_tensor(self, slot: int, arg: int, name: str, value: torch.Tensor) -> TensorProxy:
+        if self.device is None:
+            self.device = value.device
+        self.tensor_guards.append((slot, value.dtype, value.dim()))
+        proxy = TensorProxy(self, slot, name, TensorMeta(value.shape, value.stride(), value.dtype))
+        self._inputs[slot], self._input_values[slot], self._input_argument[slot] = proxy, value, arg
+        return proxy
 
     # -- GuardSink -------------------------------------------------------------------------------
     def add_guard(self, code, text, origin=None):
@@ -242,7 +259,7 @@ class Tracer(GuardSink, LaunchMode):
     def _made(self, kind, index: int) -> int:
         """Appends a step to the order; returns the first slot it makes."""
         self.order.append(_plan.PlanStep(kind, index))
-        return self.num_args + self.num_made
+        return self.num_inputs + self.num_made
 
     def resolve_atom(self, atom: tuple[int, ...]):
         """The value behind a plan atom for torch's ShapeEnv: an argument's
@@ -253,8 +270,8 @@ class Tracer(GuardSink, LaunchMode):
             return concrete(self.stand_ins[slot]) if slot < self.num_args else 0
         if op == Op.LIST_ITEM:
             return self.stand_ins[slot][atom[2]].value
-        if slot < self.num_args:
-            proxy = self.stand_ins[slot]
+        if slot < self.num_inputs:
+            proxy = self._inputs[slot]
             return (proxy._meta.sizes if op == Op.SIZE else proxy._meta.strides)[atom[2]]
         sizes, strides = self._like_dims_of(slot)
         value = (sizes if op == Op.SIZE else strides)[atom[2]]
@@ -262,11 +279,10 @@ class Tracer(GuardSink, LaunchMode):
 
     def atom_name(self, atom: tuple[int, ...]) -> str:
         op, slot = Op(atom[0]), atom[1]
-        name = self.op.arg_names[slot] if slot < self.num_args else f"out{slot - self.num_args}"
-        if op == Op.SCALAR:
-            return name
-        if op == Op.LIST_ITEM:
-            return f"{name}[{atom[2]}]"
+        if op in (Op.SCALAR, Op.LIST_ITEM):
+            name = self.op.arg_names[slot]
+            return name if op == Op.SCALAR else f"{name}[{atom[2]}]"
+        name = self._inputs[slot]._name if slot < self.num_inputs else f"out{slot - self.num_inputs}"
         return f"{name}.{'size' if op == Op.SIZE else 'stride'}({atom[2]})"
 
     def _like_dims_of(self, slot: int) -> tuple[list, list]:
@@ -278,8 +294,8 @@ class Tracer(GuardSink, LaunchMode):
         return dims
 
     def shadow_dims_of_slot(self, slot: int) -> tuple[list, list]:
-        if slot < self.num_args:
-            return self.shadow_dims(self.stand_ins[slot])
+        if slot < self.num_inputs:
+            return self.shadow_dims(self._inputs[slot])
         return self._like_dims_of(slot)
 
     def shadow_dims(self, proxy: TensorProxy) -> tuple[list, list]:
@@ -287,7 +303,7 @@ class Tracer(GuardSink, LaunchMode):
         shadow FakeTensor gets)."""
         if proxy._sizes is not None and proxy._strides is not None:  # made by the body
             return proxy._sizes, proxy._strides
-        if proxy._slot < self.num_args:
+        if proxy._slot < self.num_inputs:
             return self._argument_dims(proxy)
         return self._like_dims_of(proxy._slot)  # empty_like: its strides depend on the source's layout
 
@@ -330,10 +346,10 @@ class Tracer(GuardSink, LaunchMode):
         return slot
 
     def data_ptr(self, proxy: TensorProxy):
-        if proxy._slot >= self.num_args or proxy._sizes is not None:
+        if proxy._slot >= self.num_inputs or proxy._sizes is not None:
             raise self.error(f"`{proxy._name}.data_ptr()`: only an argument's address can be read (for alignment "
                              "checks, as `x.data_ptr() % 16 == 0`)")
-        arg = self._args[proxy._slot]
+        arg = self._input_values[proxy._slot]
         try:
             address = int(arg.data_ptr())
         except Exception:  # fake and meta tensors have no data: read as aligned
@@ -465,7 +481,7 @@ class Tracer(GuardSink, LaunchMode):
         if self.device.type != "cuda":
             return False
         with _pop_mode_temporarily():  # the tracing mode would take .device for a body's torch call
-            tensors = [a for a in self._args if isinstance(a, torch.Tensor)]
+            tensors = list(self._input_values.values())
             return all(t.device.type == "cuda" and not is_fake(t) for t in tensors)
 
     def _measure(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
@@ -473,8 +489,8 @@ class Tracer(GuardSink, LaunchMode):
         temporary outputs, outside the tracing modes."""
         def real(value, name: str):
             if isinstance(value, TensorProxy):
-                if value._slot < self.num_args:
-                    return self._args[value._slot]
+                if value._slot < self.num_inputs:
+                    return self._input_values[value._slot]
                 m = value._meta
                 return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
             if isinstance(value, TensorDescriptor):
@@ -487,7 +503,7 @@ class Tracer(GuardSink, LaunchMode):
                 real_args = [real(a, n) for n, a in zip(tuner.fn.arg_names, args)]
                 real_kwargs = {k: real(v, k) for k, v in kwargs.items()}
                 inputs = {n for n, a in zip(tuner.fn.arg_names, map(_descriptors.tensor_of, args))
-                          if isinstance(a, TensorProxy) and a._slot < self.num_args}
+                          if isinstance(a, TensorProxy) and a._slot < self.num_inputs}
                 return autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
 
         return measure
@@ -522,16 +538,17 @@ class Tracer(GuardSink, LaunchMode):
         """The op's declared mutates_args must be exactly the inputs its kernels write."""
         written: dict[int, str] = {}  # input argument -> "kernel(parameter)" writing it
         for slot, operator in self._aten_writes:
-            if self.root_slot(slot) < self.num_args:
-                written.setdefault(self.root_slot(slot), operator)
+            if self.root_slot(slot) < self.num_inputs:
+                written.setdefault(self._input_argument[self.root_slot(slot)], operator)
         for kernel, step, arguments in self._writes:
             params = self.op.written_parameters(kernel, step.config, arguments)
             if params is None:
                 return  # not analysable: trust the declaration
             for name in params:
                 value = _descriptors.tensor_of(arguments[name])  # a descriptor store writes its base
-                if isinstance(value, TensorProxy) and self.root_slot(value._slot) < self.num_args:
-                    written.setdefault(self.root_slot(value._slot), f"kernel {kernel.fn.__name__}({name})")
+                if isinstance(value, TensorProxy) and self.root_slot(value._slot) < self.num_inputs:
+                    written.setdefault(self._input_argument[self.root_slot(value._slot)],
+                                       f"kernel {kernel.fn.__name__}({name})")
         declared = set(self.op.mutated_args)
         names = self.op.arg_names
         undeclared = sorted(set(written) - declared)
@@ -550,7 +567,10 @@ class Tracer(GuardSink, LaunchMode):
 
     def _finish(self, result) -> _plan.LaunchPlan:
         results = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
-        if len(results) != self.op.num_returns:
+        if self.op.returns_list:  # one Tensor[]: any number of tensors
+            if not isinstance(result, (tuple, list)):
+                raise TraceError(f"{self.op.qualname}: the schema returns Tensor[]; the body returned {result!r}")
+        elif len(results) != self.op.num_returns:
             raise TraceError(
                 f"{self.op.qualname}: the body returned {len(results)} value(s); the schema declares "
                 f"{self.op.num_returns}"
@@ -559,10 +579,10 @@ class Tracer(GuardSink, LaunchMode):
         for r in results:
             if not isinstance(r, TensorProxy):
                 raise TraceError(f"{self.op.qualname}: the body must return tensors it allocated, got {r!r}")
-            if self.root_slot(r._slot) < self.num_args:
-                what = "its input" if r._slot < self.num_args else "a view of its input"
+            if self.root_slot(r._slot) < self.num_inputs:
+                what = "its input" if r._slot < self.num_inputs else "a view of its input"
                 raise self.error(
-                    f"the body returns {what} '{self.stand_ins[self.root_slot(r._slot)]._name}'; as with "
+                    f"the body returns {what} '{self._inputs[self.root_slot(r._slot)]._name}'; as with "
                     "torch.library, ops may not return an alias of an input: return a new tensor (e.g. "
                     "`.clone()`), or declare the mutation with mutates_args and return nothing"
                 )
@@ -581,6 +601,7 @@ class Tracer(GuardSink, LaunchMode):
             allocs=self.allocs,
             launches=self.launches,
             outputs=outputs,
+            num_list_tensors=self.num_inputs - self.num_args,
             views=self.views,
             aten_steps=self.aten_steps,
             order=self.order,

@@ -70,35 +70,7 @@ KernelBinary binary_from_python(const py::dict& r) {
   }
   b.runtime_param_parts = r["runtime_param_parts"].cast<std::vector<int8_t>>();
   for (const py::handle& m : r["tensor_maps"]) b.tensor_maps.push_back(tensor_map_from_python(m));
-  const size_t n = b.runtime_params.size();
-  if (b.runtime_param_types.size() != n || b.runtime_param_parts.size() != n) {
-    fail(ErrorKind::Runtime, "compile result: runtime_params, runtime_param_types and runtime_param_parts differ "
-                             "in length");
-  }
-  if (n > size_t(kMaxRuntimeParams) || b.tensor_maps.size() > size_t(kMaxTensorMaps)) {
-    fail(ErrorKind::NotImplemented, "kernel " + b.name + " takes " + std::to_string(n) + " values and " +
-                                        std::to_string(b.tensor_maps.size()) + " tensor descriptors; torch_tile " +
-                                        "supports at most " + std::to_string(kMaxRuntimeParams) + " and " +
-                                        std::to_string(kMaxTensorMaps));
-  }
-  // The launch path reads a descriptor's shape and strides from its map's
-  // values: each component must follow the map of its own binding.
-  size_t maps = 0;
-  int32_t map_binding = -1, map_rank = 0;
-  for (size_t j = 0; j < n; ++j) {
-    if (b.runtime_param_types[j] == ParamType::TensorMap) {
-      if (maps == b.tensor_maps.size()) break;
-      map_binding = b.runtime_params[j];
-      map_rank = b.tensor_maps[maps++].rank;
-    } else if (b.runtime_param_parts[j] >= 0 &&
-               (b.runtime_params[j] != map_binding || b.runtime_param_parts[j] >= 2 * map_rank)) {
-      fail(ErrorKind::Runtime, "compile result: a descriptor's shape and strides must follow its map");
-    }
-  }
-  if (size_t(std::count(b.runtime_param_types.begin(), b.runtime_param_types.end(), ParamType::TensorMap)) !=
-      b.tensor_maps.size()) {
-    fail(ErrorKind::Runtime, "compile result: one tensor_maps entry per nvTmaDesc parameter expected");
-  }
+  check_kernel_binary(b);
   return b;
 }
 

@@ -23,6 +23,7 @@ struct FastCaller {
   std::vector<ArgKind> kinds;
   std::vector<std::string> names;
   size_t num_returns;
+  bool returns_list;   // one Tensor[] return
   PyObject* fallback;  // torch's own entry (owned reference)
 };
 
@@ -74,6 +75,19 @@ bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
         return false;
       }
       stack.emplace_back(std::string(data, size_t(size)));
+      return true;
+    }
+    case ArgKind::TensorList: {
+      if (!PyList_CheckExact(obj) && !PyTuple_CheckExact(obj)) return false;
+      const Py_ssize_t size = PySequence_Fast_GET_SIZE(obj);
+      PyObject** items = PySequence_Fast_ITEMS(obj);
+      c10::List<at::Tensor> list;
+      list.reserve(size_t(size));
+      for (Py_ssize_t k = 0; k < size; ++k) {
+        if (!THPVariable_CheckExact(items[k])) return false;
+        list.push_back(THPVariable_Unpack(items[k]));
+      }
+      stack.emplace_back(std::move(list));
       return true;
     }
     default: return false;  // dtypes: torch's parser
@@ -152,6 +166,13 @@ PyObject* fast_call(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf,
     c.op.callBoxed(stack);
   }
   if (c.num_returns == 0) Py_RETURN_NONE;
+  if (c.returns_list) {
+    const c10::List<at::Tensor> outputs = std::move(stack[0]).toTensorList();
+    PyObject* list = PyList_New(Py_ssize_t(outputs.size()));
+    if (list == nullptr) return nullptr;
+    for (size_t i = 0; i < outputs.size(); ++i) PyList_SET_ITEM(list, Py_ssize_t(i), THPVariable_Wrap(outputs.get(i)));
+    return list;
+  }
   if (c.num_returns == 1) return THPVariable_Wrap(std::move(stack[0]).toTensor());
   PyObject* tuple = PyTuple_New(Py_ssize_t(c.num_returns));
   if (tuple == nullptr) return nullptr;
@@ -170,7 +191,7 @@ py::object make_fast_caller(const std::string& qualname, py::object fallback) {
   if (!native_op) throw py::value_error("no tile op named " + qualname);
   auto* caller = new FastCaller{c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), ""), qualname,
                                 native_op->arg_kinds(), native_op->arg_names(), size_t(native_op->num_returns()),
-                                fallback.release().ptr()};
+                                native_op->returns_list(), fallback.release().ptr()};
   py::object capsule = py::reinterpret_steal<py::object>(PyCapsule_New(caller, kCapsuleName, destroy_caller));
   if (!capsule) {
     Py_XDECREF(caller->fallback);

@@ -18,6 +18,7 @@
 #include "../testing/testing_module.h"
 #include "../runtime/plan_serialization.h"
 #include "binary_from_python.h"
+#include "bundle_bindings.h"
 #include "fast_caller.h"
 #include "plan_bindings.h"
 #include "python_hooks.h"
@@ -70,7 +71,16 @@ void check_written_python_arguments(const std::string& qualname, const py::tuple
   // Arguments left at their defaults may be absent (they are never tensors).
   std::vector<c10::IValue> values(op->arg_names().size());
   for (size_t i = 0; i < args.size() && i < values.size(); ++i) {
-    if (THPVariable_Check(args[i].ptr())) values[i] = THPVariable_Unpack(args[i].ptr());
+    if (THPVariable_Check(args[i].ptr())) {
+      values[i] = THPVariable_Unpack(args[i].ptr());
+    } else if (py::isinstance<py::list>(args[i]) || py::isinstance<py::tuple>(args[i])) {  // a list[Tensor]
+      c10::List<at::Tensor> items;
+      for (py::handle item : args[i]) {
+        if (!THPVariable_Check(item.ptr())) break;
+        items.push_back(THPVariable_Unpack(item.ptr()));
+      }
+      values[i] = std::move(items);
+    }
   }
   translating_errors([&] { check_written_arguments(qualname, op->arg_names(), op->written_args(), values.data()); });
 }
@@ -167,6 +177,7 @@ PYBIND11_MODULE(_C, m) {
         "Bytes of each kernel parameter type a compile result may name (\"*\": any pointer).");
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   bind_plan_format(m);
+  bind_bundles(m);
   bind_fast_caller(m);
   bind_testing(m);
 }

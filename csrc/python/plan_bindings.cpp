@@ -87,7 +87,7 @@ void bind_kinds(py::module_& m) {
       .value("OPTIONAL_TENSOR", ArgKind::OptionalTensor).value("OPTIONAL_INT", ArgKind::OptionalInt)
       .value("OPTIONAL_FLOAT", ArgKind::OptionalFloat).value("OPTIONAL_BOOL", ArgKind::OptionalBool)
       .value("OPTIONAL_STRING", ArgKind::OptionalString).value("OPTIONAL_DTYPE", ArgKind::OptionalDtype)
-      .value("INT_LIST", ArgKind::IntList);
+      .value("INT_LIST", ArgKind::IntList).value("TENSOR_LIST", ArgKind::TensorList);
   m.def("is_optional", &is_optional, py::arg("kind"), "Whether an argument of this ArgKind may be None.");
   m.def("value_kind", &value_kind, py::arg("kind"), "The kind of a present value of an ArgKind (OPTIONAL_INT -> INT).");
   py::enum_<StepKind>(m, "StepKind", "Kinds of plan steps", py::arithmetic())
@@ -281,8 +281,9 @@ void bind_structures(py::module_& m) {
       .def(py::init([](std::vector<TensorGuard> tensor_guards, std::vector<Expr> guards, int32_t num_shape_guards,
                        std::vector<AllocStep> allocs, std::vector<LaunchStep> launches, std::vector<int32_t> outputs,
                        std::vector<ViewStep> views, std::vector<AtenStep> aten_steps,
-                       std::optional<std::vector<PlanStep>> order) {
+                       std::optional<std::vector<PlanStep>> order, int32_t num_list_tensors) {
              LaunchPlan p;
+             p.num_list_tensors = num_list_tensors;
              p.tensor_guards = std::move(tensor_guards);
              p.guards = std::move(guards);
              p.num_shape_guards = num_shape_guards;
@@ -302,13 +303,15 @@ void bind_structures(py::module_& m) {
            }),
            py::arg("tensor_guards"), py::arg("guards"), py::arg("num_shape_guards"), py::arg("allocs"),
            py::arg("launches"), py::arg("outputs"), py::arg("views") = std::vector<ViewStep>{},
-           py::arg("aten_steps") = std::vector<AtenStep>{}, py::arg("order") = py::none())
+           py::arg("aten_steps") = std::vector<AtenStep>{}, py::arg("order") = py::none(),
+           py::arg("num_list_tensors") = 0)
       .def_readonly("views", &LaunchPlan::views)
       .def_readonly("aten_steps", &LaunchPlan::aten_steps)
       .def_readonly("order", &LaunchPlan::order)
       .def_readonly("tensor_guards", &LaunchPlan::tensor_guards)
       .def_readonly("guards", &LaunchPlan::guards)
       .def_readonly("num_shape_guards", &LaunchPlan::num_shape_guards)
+      .def_readonly("num_list_tensors", &LaunchPlan::num_list_tensors)
       .def_property_readonly("shape_guards", [](const LaunchPlan& p) {
         return std::vector<Expr>(p.guards.begin(), p.guards.begin() + p.num_shape_guards);
       })

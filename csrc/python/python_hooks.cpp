@@ -27,7 +27,8 @@ PythonPlanTracer::~PythonPlanTracer() { release_with_gil(trace_fn_); }
 PythonCompiler::~PythonCompiler() { release_with_gil(compile_fn_); }
 PythonDifferentiableCall::~PythonDifferentiableCall() { release_with_gil(apply_fn_); }
 
-std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(NativeOp& op, const torch::jit::Stack& stack, size_t first) {
+std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(NativeOp& op, const CallArgs&, const torch::jit::Stack& stack,
+                                                    size_t first) {
   py::gil_scoped_acquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
   const size_t n = op.arg_kinds().size();

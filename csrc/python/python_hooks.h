@@ -18,7 +18,8 @@ class TORCH_TILE_PY_HIDDEN PythonPlanTracer final : public PlanTracer {
  public:
   explicit PythonPlanTracer(pybind11::object trace_fn) : trace_fn_(std::move(trace_fn)) {}
   ~PythonPlanTracer() override;
-  std::unique_ptr<LaunchPlan> trace(NativeOp& op, const torch::jit::Stack& stack, size_t first) override;
+  std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack& stack,
+                                    size_t first) override;
 
  private:
   pybind11::object trace_fn_;  // (args tuple) -> plan dict

@@ -1,12 +1,52 @@
 #include "compiled_kernel.h"
 
+#include <algorithm>
+
 #include "cuda_driver.h"
 #include "device_info.h"
 #include "error.h"
 
 namespace torch_tile {
 
-CompiledKernel::CompiledKernel(KernelBinary binary) : binary_(std::move(binary)) {}
+void check_kernel_binary(const KernelBinary& b) {
+  const size_t n = b.runtime_params.size();
+  if (b.runtime_param_types.size() != n || b.runtime_param_parts.size() != n) {
+    fail(ErrorKind::Runtime, "kernel " + b.name + ": runtime_params, runtime_param_types and runtime_param_parts differ "
+                             "in length");
+  }
+  if (n > size_t(kMaxRuntimeParams) || b.tensor_maps.size() > size_t(kMaxTensorMaps)) {
+    fail(ErrorKind::NotImplemented, "kernel " + b.name + " takes " + std::to_string(n) + " values and " +
+                                        std::to_string(b.tensor_maps.size()) + " tensor descriptors; torch_tile " +
+                                        "supports at most " + std::to_string(kMaxRuntimeParams) + " and " +
+                                        std::to_string(kMaxTensorMaps));
+  }
+  // The launch path reads a descriptor's shape and strides from its map's
+  // values: each component must follow the map of its own binding.
+  size_t maps = 0;
+  int32_t map_binding = -1, map_rank = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (b.runtime_param_types[j] == ParamType::TensorMap) {
+      if (maps == b.tensor_maps.size()) break;
+      map_binding = b.runtime_params[j];
+      map_rank = b.tensor_maps[maps++].rank;
+    } else if (b.runtime_param_parts[j] >= 0 &&
+               (b.runtime_params[j] != map_binding || b.runtime_param_parts[j] >= 2 * map_rank)) {
+      fail(ErrorKind::Runtime, "kernel " + b.name + ": a descriptor's shape and strides must follow its map");
+    }
+  }
+  for (const TensorMapMeta& m : b.tensor_maps) {
+    if (m.rank < 1 || m.rank > kMaxTensorMapRank) {
+      fail(ErrorKind::Runtime, "kernel " + b.name + ": a tensor descriptor of rank " + std::to_string(m.rank));
+    }
+  }
+  if (size_t(std::count(b.runtime_param_types.begin(), b.runtime_param_types.end(), ParamType::TensorMap)) !=
+      b.tensor_maps.size()) {
+    fail(ErrorKind::Runtime, "kernel " + b.name + ": one tensor_maps entry per nvTmaDesc parameter expected");
+  }
+}
+
+CompiledKernel::CompiledKernel(KernelBinary binary, int capability)
+    : binary_(std::move(binary)), capability_(capability) {}
 
 CompiledKernel::~CompiledKernel() {
   if (!cuda_driver_loaded()) return;

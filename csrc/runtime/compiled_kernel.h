@@ -55,14 +55,20 @@ struct KernelBinary {
   std::vector<TensorMapMeta> tensor_maps;  // one per TensorMap parameter, in order
 };
 
+// Refuses launch metadata the launch path cannot follow (lengths that differ,
+// more values than it passes, a descriptor's parts away from its map).
+void check_kernel_binary(const KernelBinary& binary);
+
 class CompiledKernel {
  public:
-  explicit CompiledKernel(KernelBinary binary);
+  // `binary` was compiled for sm_<capability>.
+  CompiledKernel(KernelBinary binary, int capability);
   ~CompiledKernel();
   CompiledKernel(const CompiledKernel&) = delete;
   CompiledKernel& operator=(const CompiledKernel&) = delete;
 
   const KernelBinary& binary() const { return binary_; }
+  int capability() const { return capability_; }
 
   // The function on `device`, loading the module into that device's primary
   // context on first use (the context must be current on this thread).
@@ -76,6 +82,7 @@ class CompiledKernel {
   void check_cluster_fits(cu::CUfunction f, int device) const;
 
   KernelBinary binary_;
+  const int capability_;
   std::array<std::atomic<cu::CUfunction>, kMaxDevices> functions_{};
   std::array<cu::CUmodule, kMaxDevices> modules_{};
   std::mutex load_mutex_;

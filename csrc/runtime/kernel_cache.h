@@ -9,6 +9,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "compiled_kernel.h"
 #include "specialization_key.h"
@@ -37,7 +38,18 @@ class KernelCache {
   CompiledKernel* find(const SpecializationKey& key) const;
   // find(), or compile for `capability` and insert.
   CompiledKernel* get_or_compile(const SpecializationKey& key, int capability);
+  // The binary for `key` on sm_<capability> (a loaded bundle's, else the
+  // frontend's compile), not inserted: for a bundle, any architecture.
+  KernelBinary compile(const SpecializationKey& key, int capability) const;
   size_t size() const;
+
+  // A copy of each compiled variant (to export in a bundle).
+  struct Variant {
+    std::vector<uint64_t> key;
+    int capability = 0;
+    KernelBinary binary;
+  };
+  std::vector<Variant> variants() const;
 
  private:
   const int64_t id_;

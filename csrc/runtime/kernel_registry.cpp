@@ -28,6 +28,13 @@ void register_frontend(const std::string& name, std::shared_ptr<Compiler> compil
   r.frontends[name] = std::move(compiler);
 }
 
+void register_frontend_if_absent(const std::string& name, std::shared_ptr<Compiler> compiler) {
+  if (!compiler) fail(ErrorKind::Value, "frontend " + name + ": no compiler given");
+  KernelRegistry& r = kernel_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.frontends.emplace(name, std::move(compiler));
+}
+
 std::shared_ptr<KernelCache> kernel_cache_for(int64_t id, const std::string& name, const std::string& frontend) {
   KernelRegistry& r = kernel_registry();
   std::lock_guard<std::mutex> lock(r.mutex);

@@ -16,6 +16,9 @@ namespace torch_tile {
 // Registers the compiler of frontend `name` ("triton", ...); kernels registered
 // from then on compile with it (registering again replaces it for later kernels).
 void register_frontend(const std::string& name, std::shared_ptr<Compiler> compiler);
+// Registers `compiler` only if frontend `name` has none (a bundle's stand-in
+// must not replace a real compiler).
+void register_frontend_if_absent(const std::string& name, std::shared_ptr<Compiler> compiler);
 
 // The kernel cache of frontend kernel `id`, created on first use; throws if
 // `frontend` is not registered, or if `id` is already a kernel of another frontend.

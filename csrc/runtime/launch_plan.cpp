@@ -67,7 +67,8 @@ void validate_aten(const std::string& op, const AtenStep& a, int slot, int num_a
 }  // namespace
 
 void LaunchPlan::validate(const std::string& op, int num_args) const {
-  const int num_slots = num_args + num_made();
+  if (num_list_tensors < 0) bad_plan(op, "has a negative list tensor count");
+  const int num_slots = first_made(num_args) + num_made();
   if (num_args > kMaxOpArgs || num_slots > kMaxSlots) {
     fail(ErrorKind::NotImplemented, op + ": " + std::to_string(num_args) + " arguments and " +
                                         std::to_string(num_made()) + " tensors made by the body; torch_tile takes at most " +
@@ -88,7 +89,7 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
     if (index < 0 || size_t(index) >= seen.size() || seen[size_t(index)]) bad_plan(op, "has a bad step order");
     seen[size_t(index)] = 1;
   };
-  int slot = num_args;  // the next slot a step makes
+  int slot = first_made(num_args);  // the next slot a step makes
   int64_t view_dims = 0;
   for (const PlanStep& step : order) {
     switch (step.kind) {

@@ -28,6 +28,7 @@ enum class ArgKind : int32_t {
   OptionalTensor = 6, OptionalInt = 7, OptionalFloat = 8, OptionalBool = 9, OptionalString = 10,
   OptionalDtype = 11,
   IntList = 12,  // int[]: its length and items are read with ExprOp::ListLen / ListItem
+  TensorList = 13,  // Tensor[]: its items take slots after the arguments; ExprOp::ListLen reads its length
   Count_,  // keep last
 };
 inline bool is_optional(ArgKind k) { return k >= ArgKind::OptionalTensor && k <= ArgKind::OptionalDtype; }
@@ -158,6 +159,10 @@ struct LaunchPlan {
   // tensor-making step, so they can change the outputs' shapes (the fake
   // implementation installs only those as torch.compile guards).
   int32_t num_shape_guards = 0;
+  // Tensors the op's Tensor[] arguments hold in the calls this plan serves
+  // (their lengths are guarded): they take the slots right after the
+  // arguments, in argument order; the tensors the plan makes follow them.
+  int32_t num_list_tensors = 0;
   std::vector<AllocStep> allocs;
   std::vector<ViewStep> views;
   std::vector<AtenStep> aten_steps;
@@ -167,8 +172,10 @@ struct LaunchPlan {
   std::vector<PlanStep> order;
   std::vector<int32_t> outputs;  // slots returned, in order
 
-  // Tensors the plan makes (slots after the arguments).
+  // Tensors the plan makes (slots after the arguments and their list items).
   int num_made() const;
+  // The first slot the plan's steps make.
+  int first_made(int num_args) const { return num_args + num_list_tensors; }
 
   // Checks slots, ranks and expressions against the runtime's limits; errors name `op`.
   void validate(const std::string& op, int num_args) const;

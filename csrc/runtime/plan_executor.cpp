@@ -138,16 +138,26 @@ CompiledKernel* find_variant(const char* op, const LaunchStep& step, const Speci
 
 // Evaluates grid and bindings, finds or compiles the variant, packs the
 // parameters. Returns false for an empty grid (nothing to launch).
-bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, const char* op,
-                    PreparedLaunch& out) {
+// The step's grid, refused when negative; false when a dimension is 0: such
+// a launch does nothing, exactly as Triton's launcher.
+bool evaluate_grid(const LaunchStep& step, const CallArgs& args, const char* op, int64_t (&grid)[3]) {
   const EvalContext ctx = args.eval();
-  int64_t grid[3];
   for (int d = 0; d < 3; ++d) {
     grid[d] = step.grid[d].evaluate(ctx);
     if (grid[d] < 0) grid_error(op, step, d, grid[d], " (`" + step.grid[d].text + "`)");
   }
-  // A grid with a zero dimension launches nothing, exactly as Triton's launcher.
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return false;
+  return grid[0] != 0 && grid[1] != 0 && grid[2] != 0;
+}
+
+bool grid_is_empty(const LaunchStep& step, const CallArgs& args, const char* op) {
+  int64_t grid[3];
+  return !evaluate_grid(step, args, op, grid);
+}
+
+bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, const char* op,
+                    PreparedLaunch& out) {
+  int64_t grid[3];
+  if (!evaluate_grid(step, args, op, grid)) return false;
 
   ParamValue values[kMaxKernelParams];
   evaluate_bindings(step, args, values);
@@ -310,8 +320,8 @@ void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey
 }
 
 void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name,
-              LaunchObserver* observer) {
-  if (!plan.launches.empty()) ensure_context(args.device);
+              LaunchObserver* observer, KeySink* keys) {
+  if (!plan.launches.empty() && keys == nullptr) ensure_context(args.device);
   PreparedLaunch launch;
   bool allocated = false;  // the observer's OutputsAllocated comes before the first launch
   for (const PlanStep& s : plan.order) {
@@ -330,6 +340,13 @@ void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const ch
     if (observer != nullptr && !allocated) observer->phase(CallPhase::OutputsAllocated);
     allocated = true;
     const LaunchStep& step = plan.launches[size_t(s.index)];
+    if (keys != nullptr) {
+      if (grid_is_empty(step, args, op_name)) continue;
+      SpecializationKey key;
+      compute_key(step, args, key);
+      keys->key(step, key);
+      continue;
+    }
     if (!prepare_launch(step, args, host, op_name, launch)) continue;
     if (observer != nullptr) observer->phase(CallPhase::LaunchPrepared);
     submit_launch(launch, step, op_name);

@@ -32,12 +32,23 @@ class LaunchHost {
   virtual cu::CUstream stream() = 0;
 };
 
-// Runs the plan's steps in order on the host's stream;
-// `observer` (usually none) sees each phase and launch.
-void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name,
-              LaunchObserver* observer);
+// Receives the specialization key of each launch of a dry run (which
+// variants a call needs, e.g. to compile them into a bundle ahead of time).
+class KeySink {
+ public:
+  virtual ~KeySink() = default;
+  virtual void key(const LaunchStep& step, const SpecializationKey& key) = 0;
+};
 
-// Evaluates a launch step's specialization key (for the key probe).
+// Runs the plan's steps in order on the host's stream;
+// `observer` (usually none) sees each phase and launch. With `keys`, a dry
+// run: every step but the launches runs, and each launch with a non-empty
+// grid hands its key to `keys` instead (no variant is looked up or compiled,
+// no device is touched).
+void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name,
+              LaunchObserver* observer, KeySink* keys = nullptr);
+
+// Evaluates a launch step's specialization key.
 void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey& key);
 
 }  // namespace torch_tile

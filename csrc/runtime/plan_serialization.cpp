@@ -1,132 +1,35 @@
 #include "plan_serialization.h"
 
-#include <array>
-#include <cstring>
-
+#include "byte_io.h"
 #include "error.h"
 #include "kernel_cache.h"
 
 namespace torch_tile {
 namespace {
 
-// CRC-32C (Castagnoli), bitwise-reflected, table driven: detects the
-// corruption a file or a transfer can bring (not a defence against someone
-// who can write the bytes: bundles are trusted like the cubins they carry).
-uint32_t crc32c(const std::string& data, size_t offset) {
-  static const auto table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = offset; i < data.size(); ++i) crc = table[(crc ^ uint8_t(data[i])) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
+constexpr const char* kWhat = "serialized plans";
 
-class Writer {
- public:
-  template <class T>
-  void pod(T v) {
-    char bytes[sizeof(T)];
-    std::memcpy(bytes, &v, sizeof(T));  // little-endian hosts only (x86-64, aarch64)
-    out.append(bytes, sizeof(T));
-  }
-  void count(size_t n) { pod(uint32_t(n)); }
-  void str(const std::string& s) {
-    count(s.size());
-    out += s;
-  }
-  void expr(const Expr& e) {
-    count(e.code.size());
-    for (int64_t c : e.code) pod(c);
-    str(e.text);
-  }
-  void exprs(const std::vector<Expr>& es) {
-    count(es.size());
-    for (const Expr& e : es) expr(e);
-  }
-  std::string out;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& data, size_t pos) : data_(data), pos_(pos) {}
-  template <class T>
-  T pod() {
-    need(sizeof(T));
-    T v;
-    std::memcpy(&v, data_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return v;
-  }
-  // A count of items each at least `min_item_bytes` long: bounded by what is left.
-  size_t count(size_t min_item_bytes = 1) {
-    const size_t n = pod<uint32_t>();
-    if (n > (data_.size() - pos_) / min_item_bytes) corrupt("a count larger than the data");
-    return n;
-  }
-  bool flag() {
-    const uint8_t v = pod<uint8_t>();
-    if (v > 1) corrupt("a flag that is neither 0 nor 1");
-    return v == 1;
-  }
-  std::string str() {
-    const size_t n = count();
-    std::string s = data_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-  Expr expr() {
-    Expr e;
-    e.code.resize(count(sizeof(int64_t)));
-    for (int64_t& c : e.code) c = pod<int64_t>();
-    e.text = str();
-    if (!e.code.empty()) e.validate();  // empty: no expression (LaunchPlan::validate says where one is needed)
-    return e;
-  }
-  std::vector<Expr> exprs() {
-    std::vector<Expr> es(count(8));
-    for (Expr& e : es) e = expr();
-    return es;
-  }
-  bool at_end() const { return pos_ == data_.size(); }
-  [[noreturn]] static void corrupt(const std::string& what) {
-    fail(ErrorKind::Value, "serialized plans are corrupt: " + what);
-  }
-
- private:
-  void need(size_t n) {
-    if (data_.size() - pos_ < n) corrupt("truncated");
-  }
-  const std::string& data_;
-  size_t pos_;
-};
-
-void write_binding(Writer& w, const Binding& b) {
+void write_binding(ByteWriter& w, const Binding& b) {
   w.pod(int32_t(b.kind));
   w.pod(b.slot);
   w.expr(b.expr);
   w.pod(b.float_value);
-  w.pod(uint8_t(b.specialize));
-  w.pod(uint8_t(b.specialize_alignment));
+  w.flag(b.specialize);
+  w.flag(b.specialize_alignment);
   if (b.kind == BindingKind::TensorDesc) {
     w.exprs(b.desc.shape);
     w.exprs(b.desc.strides);
-    w.pod(uint8_t(b.desc.nan_padding));
-    w.pod(uint8_t(b.desc.round_tf32));
+    w.flag(b.desc.nan_padding);
+    w.flag(b.desc.round_tf32);
     w.str(b.desc.name);
   }
 }
 
-Binding read_binding(Reader& r) {
+Binding read_binding(ByteReader& r) {
   Binding b;
   const int32_t kind = r.pod<int32_t>();
   if (kind < int32_t(BindingKind::Tensor) || kind > int32_t(BindingKind::TensorDesc)) {
-    Reader::corrupt("a binding of unknown kind " + std::to_string(kind));
+    r.corrupt("a binding of unknown kind " + std::to_string(kind));
   }
   b.kind = BindingKind(kind);
   b.slot = r.pod<int32_t>();
@@ -144,7 +47,7 @@ Binding read_binding(Reader& r) {
   return b;
 }
 
-void write_view(Writer& w, const ViewStep& v) {
+void write_view(ByteWriter& w, const ViewStep& v) {
   w.pod(v.base);
   w.exprs(v.sizes);
   w.exprs(v.strides);
@@ -152,7 +55,7 @@ void write_view(Writer& w, const ViewStep& v) {
   w.pod(v.dtype);
 }
 
-ViewStep read_view(Reader& r) {
+ViewStep read_view(ByteReader& r) {
   ViewStep v;
   v.base = r.pod<int32_t>();
   v.sizes = r.exprs();
@@ -162,7 +65,7 @@ ViewStep read_view(Reader& r) {
   return v;
 }
 
-void write_aten(Writer& w, const AtenStep& a) {
+void write_aten(ByteWriter& w, const AtenStep& a) {
   w.str(a.name);
   w.str(a.overload);
   w.count(a.args.size());
@@ -178,7 +81,7 @@ void write_aten(Writer& w, const AtenStep& a) {
   w.str(a.site);
 }
 
-AtenStep read_aten(Reader& r) {
+AtenStep read_aten(ByteReader& r) {
   AtenStep a;
   a.name = r.str();
   a.overload = r.str();
@@ -186,7 +89,7 @@ AtenStep read_aten(Reader& r) {
   for (AtenArg& arg : a.args) {
     const int32_t kind = r.pod<int32_t>();
     if (kind < int32_t(AtenArg::Kind::None) || kind > int32_t(AtenArg::Kind::WrappedScalar)) {
-      Reader::corrupt("an ATen argument of unknown kind " + std::to_string(kind));
+      r.corrupt("an ATen argument of unknown kind " + std::to_string(kind));
     }
     arg.kind = AtenArg::Kind(kind);
     arg.slots.resize(r.count(4));
@@ -200,7 +103,7 @@ AtenStep read_aten(Reader& r) {
   return a;
 }
 
-void write_plan(Writer& w, const LaunchPlan& p) {
+void write_plan(ByteWriter& w, const LaunchPlan& p) {
   w.count(p.tensor_guards.size());
   for (const TensorGuard& g : p.tensor_guards) {
     w.pod(g.arg);
@@ -209,13 +112,14 @@ void write_plan(Writer& w, const LaunchPlan& p) {
   }
   w.exprs(p.guards);
   w.pod(p.num_shape_guards);
+  w.pod(p.num_list_tensors);
   w.count(p.allocs.size());
   for (const AllocStep& a : p.allocs) {
     w.pod(int32_t(a.kind));
     w.exprs(a.shape);
     w.pod(a.like_slot);
     w.pod(a.dtype);
-    w.pod(uint8_t(a.zero));
+    w.flag(a.zero);
   }
   w.count(p.launches.size());
   for (const LaunchStep& l : p.launches) {
@@ -242,7 +146,7 @@ void write_plan(Writer& w, const LaunchPlan& p) {
   for (int32_t s : p.outputs) w.pod(s);
 }
 
-LaunchPlan read_plan(Reader& r, const std::function<std::shared_ptr<KernelCache>(const KernelRef&)>& resolve) {
+LaunchPlan read_plan(ByteReader& r, const std::function<std::shared_ptr<KernelCache>(const KernelRef&)>& resolve) {
   LaunchPlan p;
   p.tensor_guards.resize(r.count(12));
   for (TensorGuard& g : p.tensor_guards) {
@@ -252,11 +156,12 @@ LaunchPlan read_plan(Reader& r, const std::function<std::shared_ptr<KernelCache>
   }
   p.guards = r.exprs();
   p.num_shape_guards = r.pod<int32_t>();
+  p.num_list_tensors = r.pod<int32_t>();
   p.allocs.resize(r.count(13));
   for (AllocStep& a : p.allocs) {
     const int32_t kind = r.pod<int32_t>();
     if (kind != int32_t(AllocStep::Kind::Empty) && kind != int32_t(AllocStep::Kind::EmptyLike)) {
-      Reader::corrupt("an allocation of unknown kind " + std::to_string(kind));
+      r.corrupt("an allocation of unknown kind " + std::to_string(kind));
     }
     a.kind = AllocStep::Kind(kind);
     a.shape = r.exprs();
@@ -289,7 +194,7 @@ LaunchPlan read_plan(Reader& r, const std::function<std::shared_ptr<KernelCache>
   for (PlanStep& s : p.order) {
     const int32_t kind = r.pod<int32_t>();
     if (kind < int32_t(StepKind::Alloc) || kind > int32_t(StepKind::Launch)) {
-      Reader::corrupt("a step of unknown kind " + std::to_string(kind));
+      r.corrupt("a step of unknown kind " + std::to_string(kind));
     }
     s.kind = StepKind(kind);
     s.index = r.pod<int32_t>();
@@ -299,14 +204,11 @@ LaunchPlan read_plan(Reader& r, const std::function<std::shared_ptr<KernelCache>
   return p;
 }
 
-// Header: magic (8 bytes), format version (u32), CRC-32C of the payload (u32),
-// payload size (u64); then the payload.
-constexpr size_t kHeaderSize = 8 + 4 + 4 + 8;
 
 }  // namespace
 
 std::string serialize_plans(const OpPlans& op) {
-  Writer w;
+  ByteWriter w;
   w.str(op.qualname);
   w.str(op.schema);
   w.count(op.arg_kinds.size());
@@ -314,30 +216,12 @@ std::string serialize_plans(const OpPlans& op) {
   w.pod(op.num_returns);
   w.count(op.plans.size());
   for (const LaunchPlan& p : op.plans) write_plan(w, p);
-  Writer header;
-  header.out.append(kPlanMagic, sizeof(kPlanMagic));
-  header.pod(kPlanFormatVersion);
-  header.pod(crc32c(w.out, 0));
-  header.pod(uint64_t(w.out.size()));
-  return header.out + w.out;
+  return frame(kPlanMagic, kPlanFormatVersion, w.out);
 }
 
 OpPlans deserialize_plans(const std::string& bytes,
                           const std::function<std::shared_ptr<KernelCache>(const KernelRef&)>& resolve) {
-  if (bytes.size() < kHeaderSize || std::memcmp(bytes.data(), kPlanMagic, sizeof(kPlanMagic)) != 0) {
-    fail(ErrorKind::Value, "not serialized torch_tile plans (no TTPLANS header)");
-  }
-  Reader header(bytes, sizeof(kPlanMagic));
-  const uint32_t version = header.pod<uint32_t>();
-  if (version != kPlanFormatVersion) {
-    fail(ErrorKind::Value, "serialized plans of format version " + std::to_string(version) +
-                               "; this torch_tile reads version " + std::to_string(kPlanFormatVersion));
-  }
-  const uint32_t crc = header.pod<uint32_t>();
-  const uint64_t size = header.pod<uint64_t>();
-  if (size != bytes.size() - kHeaderSize) Reader::corrupt("truncated or with trailing data");
-  if (crc32c(bytes, kHeaderSize) != crc) Reader::corrupt("checksum mismatch");
-  Reader r(bytes, kHeaderSize);
+  ByteReader r(bytes, unframe(bytes, kPlanMagic, kPlanFormatVersion, kWhat), kWhat);
   OpPlans op;
   try {
     op.qualname = r.str();
@@ -346,7 +230,7 @@ OpPlans deserialize_plans(const std::string& bytes,
     for (ArgKind& k : op.arg_kinds) {
       const int32_t v = r.pod<int32_t>();
       if (v < int32_t(ArgKind::Tensor) || v >= int32_t(ArgKind::Count_)) {
-        Reader::corrupt("an argument of unknown kind " + std::to_string(v));
+        r.corrupt("an argument of unknown kind " + std::to_string(v));
       }
       k = ArgKind(v);
     }
@@ -359,9 +243,9 @@ OpPlans deserialize_plans(const std::string& bytes,
   } catch (const Error& e) {
     // A checksummed input that does not make a valid plan is as corrupt as a damaged one.
     if (e.kind() != ErrorKind::Runtime) throw;
-    Reader::corrupt(e.what());
+    r.corrupt(e.what());
   }
-  if (!r.at_end()) Reader::corrupt("trailing data");
+  if (!r.at_end()) r.corrupt("trailing data");
   return op;
 }
 

@@ -4,20 +4,49 @@
 
 namespace torch_tile {
 
-bool plan_matches(const LaunchPlan& plan, const CallArgs& args) {
+namespace {
+
+// The first guard of `plan` that fails for `args`; with `why`, described
+// there (the steady state passes none and builds no text).
+bool mismatch(const LaunchPlan& plan, const CallArgs& args, std::string* why) {
+  // Tensor[] items take slots: a plan serves only calls that fill as many (its guards say which lists).
+  if (args.num_slots != plan.first_made(args.num_args)) {
+    if (why) *why = "its lists hold " + std::to_string(plan.num_list_tensors) + " tensors in all, the call's " +
+                    std::to_string(args.num_slots - args.num_args);
+    return true;
+  }
   for (const TensorGuard& g : plan.tensor_guards) {
     const TensorArg& t = args.slots[g.arg];
-    if (t.sizes == nullptr || t.ndim != g.ndim || pack_dtype(t.dtype) != g.dtype) return false;
+    if (t.sizes == nullptr || t.ndim != g.ndim || pack_dtype(t.dtype) != g.dtype) {
+      if (why) *why = "tensor slot " + std::to_string(g.arg) + " must have rank " + std::to_string(g.ndim) +
+                      " and DLPack dtype (code " + std::to_string(g.dtype & 0xFF) + ", " +
+                      std::to_string((g.dtype >> 8) & 0xFF) + " bits)";
+      return true;
+    }
   }
   const EvalContext ctx = args.eval();
   for (const Expr& guard : plan.guards) {
     try {
-      if (guard.evaluate(ctx) == 0) return false;
-    } catch (const Error&) {
-      return false;  // e.g. overflow in another regime: let a retrace report it
+      if (guard.evaluate(ctx) == 0) {
+        if (why) *why = "guard `" + guard.text + "` fails";
+        return true;
+      }
+    } catch (const Error& e) {
+      if (why) *why = "guard `" + guard.text + "` cannot be evaluated: " + e.what();
+      return true;  // e.g. overflow in another regime: let a retrace report it
     }
   }
-  return true;
+  return false;
+}
+
+}  // namespace
+
+bool plan_matches(const LaunchPlan& plan, const CallArgs& args) { return !mismatch(plan, args, nullptr); }
+
+std::string plan_mismatch(const LaunchPlan& plan, const CallArgs& args) {
+  std::string why;
+  mismatch(plan, args, &why);
+  return why;
 }
 
 const LaunchPlan* PlanSet::select(const CallArgs& args) const {

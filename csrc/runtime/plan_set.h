@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "call_args.h"
@@ -38,5 +39,8 @@ class PlanSet {
 };
 
 bool plan_matches(const LaunchPlan& plan, const CallArgs& args);
+// Why `plan` does not serve this call ("" if it does): its first failing
+// guard, for the message of a process that cannot trace.
+std::string plan_mismatch(const LaunchPlan& plan, const CallArgs& args);
 
 }  // namespace torch_tile

@@ -75,7 +75,7 @@ py::tuple failed_load_modules(int device) {
     binary.name = "probe";
     binary.cubin = "not a cubin";
     binary.shared_mem = 64 * 1024;  // above 48 KB: load queries the function's static shared memory
-    CompiledKernel kernel(std::move(binary));
+    CompiledKernel kernel(std::move(binary), 90);
     try {
       kernel.function(device);
     } catch (const Error& e) {

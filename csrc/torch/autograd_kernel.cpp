@@ -35,6 +35,11 @@ bool needs_grad(const c10::IValue* args, size_t n) {
   if (!at::GradMode::is_enabled()) return false;
   for (size_t i = 0; i < n; ++i) {
     if (args[i].isTensor() && args[i].toTensor().requires_grad()) return true;
+    if (args[i].isTensorList()) {  // the differentiable path refuses these with a clear error
+      for (const c10::IValue& item : args[i].toListRef()) {
+        if (item.toTensor().requires_grad()) return true;
+      }
+    }
   }
   return false;
 }

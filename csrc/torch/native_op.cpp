@@ -41,12 +41,40 @@ std::string kind_of(const c10::IValue& v) { return v.isNone() ? "None" : std::st
 
 }  // namespace
 
-void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
+TensorArg NativeOp::read_tensor(const at::Tensor& t, size_t i, int64_t index, CallArgs& args,
+                               FirstTensor& first, bool any_device) const {
+  // Named 'xs[k]' for an item of a Tensor[] argument; the text is made only for a message.
+  auto bad = [&](ErrorKind kind, const std::string& expected, const std::string& got) {
+    const std::string item = index < 0 ? "" : "[" + std::to_string(index) + "]";
+    fail(kind, qualname_ + ": argument '" + arg_names_[i] + item + "' expected " + expected + ", got " + got);
+  };
+  if (!t.defined()) bad(ErrorKind::Type, "a Tensor", "None (an undefined tensor)");
+  if (!t.is_cuda() && !any_device) {
+    bad(ErrorKind::Value, "a CUDA tensor (all tensor arguments on one device)", "a tensor on " + t.device().str());
+  }
+  DLDataType dl{};
+  if (!to_dl_dtype(t.scalar_type(), &dl)) {
+    // Named as Python names it (torch.complex64), like the Python paths' message.
+    bad(ErrorKind::Type, "a dtype a tile kernel can take",
+        "torch." + std::string(c10::getDtypeNames(t.scalar_type()).first));
+  }
+  if (first.arg < 0) {
+    first.arg = int(i);
+    first.device = t.device();
+    args.device = t.device().index();
+  } else if (t.device() != first.device) {
+    bad(ErrorKind::Value, "a tensor on " + first.device.str() + " like argument " + argument_name(*this, size_t(first.arg)),
+        "a tensor on " + t.device().str());
+  }
+  return view_of(t, dl);
+}
+
+void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args, bool any_device) const {
   const NativeOp& op = *this;
   const size_t n = op.arg_kinds().size();
   args.num_args = int32_t(n);
   args.num_slots = int32_t(n);
-  int first_tensor = -1;
+  FirstTensor first;
   args.none_mask = 0;
   args.list_items_used = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -62,31 +90,24 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
       kind = value_kind(kind);
     }
     switch (kind) {
-      case ArgKind::Tensor: {
+      case ArgKind::Tensor:
         if (!v.isTensor()) bad_argument(op, ErrorKind::Type, i, "a Tensor", kind_of(v));
-        const at::Tensor& t = v.toTensor();
-        if (!t.defined()) bad_argument(op, ErrorKind::Type, i, "a Tensor", "None (an undefined tensor)");
-        if (!t.is_cuda()) {
-          bad_argument(op, ErrorKind::Value, i, "a CUDA tensor (all tensor arguments on one device)",
-                       "a tensor on " + t.device().str());
+        args.slots[i] = read_tensor(v.toTensor(), i, -1, args, first, any_device);
+        break;
+      case ArgKind::TensorList: {
+        if (!v.isTensorList()) bad_argument(op, ErrorKind::Type, i, "a list of Tensors", kind_of(v));
+        const c10::ArrayRef<c10::IValue> items = v.toListRef();
+        if (args.num_slots + int64_t(items.size()) > kMaxSlots) {
+          bad_argument(op, ErrorKind::Value, i, "at most " + std::to_string(kMaxSlots - n) + " tensors in lists",
+                       std::to_string(items.size()) + " tensors");
         }
-        DLDataType dl{};
-        if (!to_dl_dtype(t.scalar_type(), &dl)) {
-          // Named as Python names it (torch.complex64), like the Python paths' message.
-          bad_argument(op, ErrorKind::Type, i, "a dtype a tile kernel can take",
-                       "torch." + std::string(c10::getDtypeNames(t.scalar_type()).first));
+        // Items take the slots after the arguments; list_start/list_len say which.
+        args.list_start[i] = args.num_slots;
+        args.list_len[i] = int32_t(items.size());
+        for (size_t k = 0; k < items.size(); ++k) {
+          args.slots[args.num_slots++] =
+              read_tensor(items[k].toTensor(), i, int64_t(k), args, first, any_device);
         }
-        const int device = t.device().index();
-        if (first_tensor < 0) {
-          first_tensor = int(i);
-          args.device = device;
-        } else if (device != args.device) {
-          bad_argument(op, ErrorKind::Value, i,
-                       "a tensor on cuda:" + std::to_string(args.device) + " like argument " +
-                           argument_name(op, size_t(first_tensor)),
-                       "a tensor on " + t.device().str());
-        }
-        args.slots[i] = view_of(t, dl);
         break;
       }
       case ArgKind::Int:
@@ -126,7 +147,7 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args) const {
       default: bad_argument(op, ErrorKind::Type, i, "a supported argument kind", kind_of(v));
     }
   }
-  if (first_tensor < 0) {
+  if (first.arg < 0) {
     fail(ErrorKind::Value, op.qualname() + ": the CUDA implementation needs at least one tensor argument");
   }
 }
@@ -143,6 +164,8 @@ NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind
   if (defined.arguments().size() != arg_kinds_.size()) {
     fail(ErrorKind::Runtime, qualname_ + ": the argument kinds do not match the schema's arguments");
   }
+  const std::vector<c10::Argument>& returns = defined.returns();
+  returns_list_ = returns.size() == 1 && returns[0].type()->isSubtypeOf(*c10::ListType::ofTensors());
   for (size_t i = 0; i < defined.arguments().size(); ++i) {
     const c10::Argument& a = defined.arguments()[i];
     arg_names_.push_back(a.name());
@@ -155,14 +178,11 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   // Slow path: trace the body once for this case, even if threads race here.
   std::lock_guard<std::mutex> lock(plans_.trace_mutex());
   if (const LaunchPlan* p = plans_.select(args)) return *p;
-  std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, stack, first);
+  std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first);
   counters().traces.fetch_add(1, std::memory_order_relaxed);
   plan->validate(qualname_, int(arg_kinds_.size()));
   resolve_aten_steps(qualname_, *plan);
-  if (int(plan->outputs.size()) != num_returns_) {
-    fail(ErrorKind::Runtime, qualname_ + ": the traced plan returns " + std::to_string(plan->outputs.size()) +
-                                 " tensors; the schema declares " + std::to_string(num_returns_));
-  }
+  check_outputs(*plan);
   if (!plan_matches(*plan, args)) {
     fail(ErrorKind::Runtime, qualname_ + ": the traced plan's guards do not hold for the call that traced it");
   }
@@ -193,11 +213,67 @@ void NativeOp::call(torch::jit::Stack& stack) {
     if (!plan.views.empty()) {
       for (int32_t slot : plan.outputs) host.tensor(slot);
     }
-    for (int32_t slot : plan.outputs) torch::jit::push(stack, host.take(slot));
+    if (returns_list_) {
+      c10::List<at::Tensor> list;
+      list.reserve(plan.outputs.size());
+      for (int32_t slot : plan.outputs) list.push_back(host.take(slot));
+      torch::jit::push(stack, std::move(list));
+    } else {
+      for (int32_t slot : plan.outputs) torch::jit::push(stack, host.take(slot));
+    }
     if (observer != nullptr) observer->phase(CallPhase::OutputsPushed);
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
+}
+
+namespace {
+
+// Keeps the keys of a dry run.
+class CollectedKeys final : public KeySink {
+ public:
+  void key(const LaunchStep& step, const SpecializationKey& key) override {
+    keys.emplace_back(step.kernel, std::vector<uint64_t>(key.words, key.words + key.size));
+  }
+  std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> keys;
+};
+
+}  // namespace
+
+std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> NativeOp::variant_keys(
+    const torch::jit::Stack& stack) {
+  const size_t n = arg_kinds_.size();
+  if (stack.size() < n) fail(ErrorKind::Value, qualname_ + ": variant_keys needs the op's arguments");
+  const size_t first = stack.size() - n;
+  const c10::IValue* in = stack.data() + first;
+  CollectedKeys collected;
+  try {
+    CallArgs args;
+    read_arguments(in, args, /*any_device=*/true);
+    const LaunchPlan& plan = plan_for(args, stack, first);
+    c10::Device device = c10::Device(c10::DeviceType::CPU);
+    for (size_t i = 0; i < n; ++i) {
+      if (in[i].isTensor()) {
+        device = in[i].toTensor().device();
+        break;
+      }
+      if (in[i].isTensorList() && !in[i].toListRef().empty()) {
+        device = in[i].toListRef()[0].toTensor().device();
+        break;
+      }
+    }
+    TorchLaunchHost host(args, in, device);
+    run_plan(plan, args, host, qualname_.c_str(), nullptr, &collected);
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+  return std::move(collected.keys);
+}
+
+void NativeOp::check_outputs(const LaunchPlan& plan) const {
+  if (returns_list_ || int(plan.outputs.size()) == num_returns_) return;
+  fail(ErrorKind::Value, qualname_ + ": a plan returns " + std::to_string(plan.outputs.size()) +
+                             " tensors; the schema declares " + std::to_string(num_returns_));
 }
 
 OpPlans NativeOp::export_plans() const {
@@ -219,7 +295,7 @@ int NativeOp::install_plans(const OpPlans& in) {
   if (in.arg_kinds != arg_kinds_ || in.num_returns != num_returns_) refuse("signature", in.schema, schema_);
   for (const LaunchPlan& p : in.plans) {
     p.validate(qualname_, int(arg_kinds_.size()));
-    if (int(p.outputs.size()) != num_returns_) refuse("a plan returning", std::to_string(p.outputs.size()), schema_);
+    check_outputs(p);
   }
   std::lock_guard<std::mutex> lock(plans_.trace_mutex());
   for (const LaunchPlan& p : in.plans) {

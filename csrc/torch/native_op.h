@@ -19,11 +19,12 @@ namespace torch_tile {
 class NativeOp;
 
 // Called (rarely) when no plan matches a call: traces the op body for these
-// arguments. Implemented by the Python layer, which takes the GIL.
+// arguments (`args`, read from `stack` at `first_arg`). The Python layer's
+// takes the GIL and traces; a bundle's explains the miss.
 class PlanTracer {
  public:
   virtual ~PlanTracer() = default;
-  virtual std::unique_ptr<LaunchPlan> trace(NativeOp& op, const torch::jit::Stack& stack,
+  virtual std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack& stack,
                                             size_t first_arg) = 0;
 };
 
@@ -40,6 +41,8 @@ class NativeOp {
   const std::vector<std::string>& arg_names() const { return arg_names_; }
   const std::vector<int>& written_args() const { return written_args_; }
   int num_returns() const { return num_returns_; }
+  // Whether the schema returns one Tensor[] (its plans return any number of tensors, as a list).
+  bool returns_list() const { return returns_list_; }
   const std::string& schema() const { return schema_; }
   PlanSet& plans() { return plans_; }
 
@@ -53,10 +56,29 @@ class NativeOp {
   // traces a plan, runs it on the current stream, pushes the outputs.
   void call(torch::jit::Stack& stack);
 
+  // The compiled variants a call with these arguments needs, without a GPU:
+  // the plan is selected (or traced) and run as a dry run on the arguments'
+  // device (CPU tensors stand for CUDA ones: their layouts and alignment
+  // decide the keys). Returns (kernel, key words) per launch; the stack keeps
+  // its arguments.
+  std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> variant_keys(
+      const torch::jit::Stack& stack);
+
  private:
   // Reads the op's arguments (`in`, on the stack) into `args` and checks devices and dtypes.
-  void read_arguments(const c10::IValue* in, CallArgs& args) const;
+  // `any_device`: tensors on one device of any type (a dry run), not only CUDA.
+  void read_arguments(const c10::IValue* in, CallArgs& args, bool any_device = false) const;
+  // One tensor of argument `i` (`index`: its item in a Tensor[], or -1), checked like every tensor argument.
+  // `first`: the argument and device of the first tensor read (argument -1: none yet).
+  struct FirstTensor {
+    int arg = -1;
+    c10::Device device{c10::DeviceType::CPU};
+  };
+  TensorArg read_tensor(const at::Tensor& t, size_t i, int64_t index, CallArgs& args, FirstTensor& first,
+                        bool any_device) const;
   const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
+  // Refuses a plan whose outputs the schema's returns cannot hold.
+  void check_outputs(const LaunchPlan& plan) const;
 
   const std::string qualname_;
   const std::vector<ArgKind> arg_kinds_;
@@ -64,6 +86,7 @@ class NativeOp {
   std::vector<std::string> arg_names_;
   std::vector<int> written_args_;
   const int num_returns_;
+  bool returns_list_ = false;
   std::shared_ptr<PlanTracer> tracer_;
   PlanSet plans_;
 };

@@ -1,6 +1,6 @@
-// Registering kernels for ops defined elsewhere (by torch_tile's Python layer):
-// splitting "namespace::name", and torch::Library fragments that live as long
-// as the process (the dispatcher outlives static destruction).
+// Defining ops and registering their kernels: splitting "namespace::name",
+// and torch::Library objects that live as long as the process (the
+// dispatcher outlives static destruction).
 #pragma once
 
 #include <torch/library.h>
@@ -21,15 +21,15 @@ struct OpName {
 // "ns::name" -> {ns, name}; anything else is a clear ValueError.
 OpName split_op_name(const std::string& qualname);
 
-// A new IMPL fragment for namespace `ns` (and dispatch key, when given), kept
-// alive for the process. Thread-safe.
-torch::Library& new_impl_library(const std::string& ns, std::optional<c10::DispatchKey> key);
+// A new library of `kind` (IMPL, or FRAGMENT to define ops) for namespace `ns`
+// (and dispatch key, when given), kept alive for the process. Thread-safe.
+torch::Library& new_library(torch::Library::Kind kind, const std::string& ns, std::optional<c10::DispatchKey> key);
 
 // Calls `add(library, name)` with a new fragment for the op's namespace.
 template <class Add>
 void with_impl_library(const std::string& qualname, std::optional<c10::DispatchKey> key, Add add) {
   const OpName op = split_op_name(qualname);
-  add(new_impl_library(op.ns, key), op.name.c_str());
+  add(new_library(torch::Library::IMPL, op.ns, key), op.name.c_str());
 }
 
 // Per-op state by qualname, one table per state type for the process (never

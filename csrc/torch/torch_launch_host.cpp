@@ -2,6 +2,7 @@
 
 #include <ATen/core/grad_mode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/TensorOptions.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include "../runtime/error.h"
@@ -22,8 +23,8 @@ TensorArg view_of(const at::Tensor& t, const DLDataType& dtype) {
 }
 
 TorchLaunchHost::TorchLaunchHost(const CallArgs& args, const c10::IValue* inputs, c10::Device device)
-    : args_(args), inputs_(inputs), device_(device), first_made_(args.num_args),
-      allocator_(c10::GetAllocator(c10::DeviceType::CUDA)) {}
+    : args_(args), inputs_(inputs), device_(device), first_made_(args.num_slots),
+      allocator_(c10::GetAllocator(device.type())), keys_(c10::computeDispatchKey(std::nullopt, std::nullopt, device)) {}
 
 TorchLaunchHost::Made& TorchLaunchHost::made(int slot) {
   const size_t i = size_t(slot - first_made_);
@@ -32,8 +33,19 @@ TorchLaunchHost::Made& TorchLaunchHost::made(int slot) {
   return made_[i];
 }
 
+const at::Tensor& TorchLaunchHost::input(int slot) const {
+  if (slot < args_.num_args) return inputs_[slot].toTensor();
+  // An item of a Tensor[] argument: list_start/list_len say which argument holds the slot.
+  for (int i = 0; i < args_.num_args; ++i) {
+    if (inputs_[i].isTensorList() && slot >= args_.list_start[i] && slot < args_.list_start[i] + args_.list_len[i]) {
+      return inputs_[i].toListRef()[size_t(slot - args_.list_start[i])].toTensor();
+    }
+  }
+  fail(ErrorKind::Runtime, "plan slot " + std::to_string(slot) + " is no input tensor");
+}
+
 const at::Tensor& TorchLaunchHost::tensor(int slot) {
-  if (slot < first_made_) return inputs_[slot].toTensor();
+  if (slot < first_made_) return input(slot);
   Made& m = made(slot);
   if (!m.tensor.defined()) {
     if (m.view_base < 0) fail(ErrorKind::Runtime, "plan slot " + std::to_string(slot) + " holds no tensor");
@@ -56,7 +68,7 @@ at::Tensor TorchLaunchHost::take(int slot) {
 
 TensorArg TorchLaunchHost::allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) {
   const at::Tensor* like = step.kind == AllocStep::Kind::EmptyLike ? &tensor(step.like_slot) : nullptr;
-  at::Tensor t = allocate_output(step, shape, rank, like, allocator_, c10::DispatchKeySet(c10::DispatchKey::CUDA));
+  at::Tensor t = allocate_output(step, shape, rank, like, allocator_, keys_);
   Made& m = made(slot);
   m.tensor = std::move(t);
   return view_of(m.tensor, unpack_dtype(step.dtype));

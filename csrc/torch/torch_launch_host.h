@@ -15,7 +15,7 @@ namespace torch_tile {
 class TorchLaunchHost final : public LaunchHost {
  public:
   // `inputs` are the op's arguments on the dispatcher stack; `args` is the
-  // call's (it outlives the host).
+  // call's as read from them, before any step ran (it outlives the host).
   TorchLaunchHost(const CallArgs& args, const c10::IValue* inputs, c10::Device device);
 
   TensorArg allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) override;
@@ -39,12 +39,15 @@ class TorchLaunchHost final : public LaunchHost {
     uint32_t view_dtype = 0;
   };
   Made& made(int slot);
+  // An input slot's tensor: an argument, or an item of a Tensor[] argument.
+  const at::Tensor& input(int slot) const;
 
   const CallArgs& args_;
   const c10::IValue* inputs_;
   const c10::Device device_;
   const int first_made_;
-  c10::Allocator* allocator_;
+  c10::Allocator* allocator_;   // the device's: CUDA, or CPU for a dry run (NativeOp::variant_keys)
+  c10::DispatchKeySet keys_;
   c10::SmallVector<Made, 4> made_;
   c10::SmallVector<c10::DataPtr, 1> scratch_;
 };

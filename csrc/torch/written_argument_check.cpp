@@ -61,19 +61,26 @@ void check_written_arguments(const std::string& op, const std::vector<std::strin
                                  "); pass a tensor that owns its elements, e.g. .clone()");
     }
     for (size_t j = 0; j < arg_names.size(); ++j) {
-      if (int(j) == w || !args[j].isTensor()) continue;
-      const Overlap overlap = overlap_of(out, args[j].toTensor());
+      if (int(j) == w) continue;
       // The same memory for a written and a read argument (x.add_(x)) is an
       // elementwise read-modify-write: allowed, as in ATen. Two written
       // arguments on the same memory, or partial overlap, are not.
       const bool both_written = std::find(written.begin(), written.end(), int(j)) != written.end();
-      if (overlap == Overlap::Partial || (overlap == Overlap::Full && both_written)) {
-        fail(ErrorKind::Value, op + ": argument '" + arg_names[size_t(w)] + "' is written and " +
-                                   (overlap == Overlap::Partial ? "partially overlaps" : "is the same memory as") +
-                                   " argument '" + arg_names[j] +
-                                   "' (some elements of one are elements of the other); the result would depend "
-                                   "on the order the kernel's programs run in. Pass non-overlapping tensors, e.g. "
-                                   ".clone() one");
+      auto check = [&](const at::Tensor& other, const std::string& item) {
+        const Overlap overlap = overlap_of(out, other);
+        if (overlap == Overlap::Partial || (overlap == Overlap::Full && both_written)) {
+          fail(ErrorKind::Value, op + ": argument '" + arg_names[size_t(w)] + "' is written and " +
+                                     (overlap == Overlap::Partial ? "partially overlaps" : "is the same memory as") +
+                                     " argument '" + arg_names[j] + "'" + item +
+                                     " (some elements of one are elements of the other); the result would depend "
+                                     "on the order the kernel's programs run in. Pass non-overlapping tensors, e.g. "
+                                     ".clone() one");
+        }
+      };
+      if (args[j].isTensor()) check(args[j].toTensor(), "");
+      if (args[j].isTensorList()) {  // a list[Tensor] argument's items are read
+        const c10::ArrayRef<c10::IValue> items = args[j].toListRef();
+        for (size_t k = 0; k < items.size(); ++k) check(items[k].toTensor(), "[" + std::to_string(k) + "]");
       }
     }
   }

@@ -1,0 +1,162 @@
+#include "bundle_bindings.h"
+
+#include <pybind11/stl.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <torch_tile/torch_tile.h>
+
+#include "../runtime/bundle.h"
+#include "../runtime/kernel_registry.h"
+#include "../torch/error_translation.h"
+#include "../torch/native_op.h"
+
+namespace py = pybind11;
+
+namespace torch_tile {
+namespace {
+
+std::shared_ptr<NativeOp> op_named(const std::string& qualname) {
+  std::shared_ptr<NativeOp> op = find_native_op(qualname);
+  if (!op) throw py::value_error("no tile op named " + qualname);
+  return op;
+}
+
+BundledVariant bundled(const KernelCache& kernel, int capability, std::vector<uint64_t> key, KernelBinary binary) {
+  BundledVariant v;
+  v.kernel = KernelRef{kernel.id(), kernel.name(), kernel.frontend()};
+  v.capability = capability;
+  v.key = std::move(key);
+  v.binary = std::move(binary);
+  return v;
+}
+
+// `plans`: per op, the plans to write instead of the native path's own.
+// Each op's kernels' compiled variants are added, and `precompile`: (kernel
+// id, key words, capability) compiled here through the kernel's frontend (or
+// taken from a loaded bundle), for any architecture.
+py::bytes export_bundle(const std::vector<std::string>& qualnames,
+                        const std::map<std::string, std::vector<LaunchPlan>>& plans,
+                        const std::vector<std::tuple<int64_t, std::vector<uint64_t>, int>>& precompile,
+                        const std::string& producer) {
+  Bundle bundle;
+  bundle.producer = producer;
+  std::set<std::tuple<int64_t, int, std::vector<uint64_t>>> seen;
+  auto add = [&](BundledVariant v) {
+    if (seen.emplace(v.kernel.id, v.capability, v.key).second) bundle.variants.push_back(std::move(v));
+  };
+  return translating_errors([&] {
+    std::map<int64_t, std::shared_ptr<KernelCache>> kernels;
+    for (const std::string& q : qualnames) {
+      OpPlans op = op_named(q)->export_plans();
+      if (auto it = plans.find(q); it != plans.end()) op.plans = it->second;
+      for (const LaunchPlan& p : op.plans) {
+        for (const LaunchStep& l : p.launches) kernels.emplace(l.kernel->id(), l.kernel);
+      }
+      bundle.ops.push_back(serialize_plans(op));
+    }
+    for (const auto& [id, kernel] : kernels) {
+      for (KernelCache::Variant& v : kernel->variants()) add(bundled(*kernel, v.capability, v.key, std::move(v.binary)));
+    }
+    for (const auto& [kid, words, capability] : precompile) {
+      if (seen.count({kid, capability, words})) continue;
+      const std::shared_ptr<KernelCache> kernel = find_kernel_cache(kid);
+      if (!kernel) fail(ErrorKind::Value, "export_bundle: kernel id " + std::to_string(kid) + " is not registered");
+      if (words.empty() || words.size() > size_t(kMaxKernelParams + 1)) {
+        fail(ErrorKind::Value, "export_bundle: a key of bad length for kernel " + kernel->name());
+      }
+      SpecializationKey key;
+      for (uint64_t w : words) key.push(w);
+      add(bundled(*kernel, capability, words, kernel->compile(key, capability)));
+    }
+    return py::bytes(serialize_bundle(bundle));
+  });
+}
+
+py::dict binary_summary(const KernelBinary& b) {
+  py::dict d;
+  d["name"] = b.name;
+  d["cubin_bytes"] = b.cubin.size();
+  d["num_warps"] = b.num_warps;
+  d["num_ctas"] = b.num_ctas;
+  d["shared"] = b.shared_mem;
+  d["runtime_params"] = b.runtime_params.size();
+  d["tensor_maps"] = b.tensor_maps.size();
+  return d;
+}
+
+// The bundle's contents without registering anything: its plans name
+// kernels through detached caches, so no kernel needs to be known here.
+py::dict read_bundle(const py::bytes& data) {
+  return translating_errors([&] {
+    const Bundle bundle = deserialize_bundle(std::string(data));
+    py::dict out;
+    out["producer"] = bundle.producer;
+    py::list ops;
+    for (const std::string& bytes : bundle.ops) {
+      const OpPlans op = deserialize_plans(bytes, [](const KernelRef& ref) {
+        return std::make_shared<KernelCache>(ref.id, ref.name, ref.frontend, nullptr);
+      });
+      py::dict d;
+      d["qualname"] = op.qualname;
+      d["schema"] = op.schema;
+      d["arg_kinds"] = op.arg_kinds;
+      d["num_returns"] = op.num_returns;
+      d["plans"] = op.plans;
+      ops.append(d);
+    }
+    out["ops"] = ops;
+    py::list variants;
+    for (const BundledVariant& v : bundle.variants) {
+      py::dict d;
+      d["kernel_id"] = v.kernel.id;
+      d["kernel"] = v.kernel.name;
+      d["frontend"] = v.kernel.frontend;
+      d["capability"] = v.capability;
+      d["key"] = v.key;
+      d["binary"] = binary_summary(v.binary);
+      variants.append(d);
+    }
+    out["variants"] = variants;
+    return out;
+  });
+}
+
+py::dict summary(const LoadedBundle& b) {
+  py::dict d;
+  d["producer"] = b.producer;
+  d["ops"] = b.ops;
+  d["plans"] = b.plans;
+  d["variants"] = b.variants;
+  return d;
+}
+
+// (kernel id, key words) of each launch a call with these arguments makes.
+py::list variant_keys(const std::string& qualname, const py::tuple& args, const py::dict& kwargs) {
+  const std::shared_ptr<NativeOp> op = op_named(qualname);
+  const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
+  torch::jit::Stack stack = torch::jit::createStackForSchema(handle.schema(), args, kwargs, std::nullopt);
+  py::list out;
+  for (const auto& [kernel, key] : op->variant_keys(stack)) out.append(py::make_tuple(kernel->id(), key));
+  return out;
+}
+
+}  // namespace
+
+void bind_bundles(py::module_& m) {
+  m.def("export_bundle", &export_bundle, py::arg("qualnames"), py::arg("plans"), py::arg("precompile"),
+        py::arg("producer"), "A bundle's bytes: the ops' plans and their kernels' variants (see torch_tile.bundle).");
+  m.def("read_bundle", &read_bundle, py::arg("data"),
+        "A bundle's contents (ValueError if corrupt, truncated or of another version); registers nothing.");
+  m.def("load_bundle", [](const std::string& path) { return summary(load_bundle(path)); }, py::arg("path"),
+        "torch_tile::load_bundle: registers the bundle's ops and variants in this process.");
+  m.def("load_bundle_bytes", [](const py::bytes& data) { return summary(load_bundle_bytes(std::string(data))); },
+        py::arg("data"), "torch_tile::load_bundle_bytes.");
+  m.def("variant_keys", &variant_keys, py::arg("qualname"), py::arg("args"), py::arg("kwargs"),
+        "(kernel id, key words) of each launch a call with these arguments (CPU tensors allowed) makes.");
+}
+
+}  // namespace torch_tile
