@@ -7,6 +7,7 @@ and processes at once, and Triton's interpreter next to its code generator.
   because the kernel could not be analysed (inline assembly with side effects).
 * Interpreting a launch patches Triton process-wide; compiles and TTIR
   generation in other threads must still work meanwhile.
+* Every failure in any thread fails the test, with its traceback.
 """
 
 import itertools
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import traceback
 
 import pytest
 import torch
@@ -139,24 +141,37 @@ def new_ops(block: int, device: str = "cpu") -> list:
     return [(add, add_case), (scale, scale_case), (axpy_, axpy_case), (row_max, row_max_case)]
 
 
-def run_at_once(work, threads: int = THREADS) -> list[str]:
-    """Runs ``work(i)`` in ``threads`` threads released together; the errors, as text."""
+def _failure(where: str) -> str:
+    """The exception being handled, with its traceback, as text (for a test's failure message)."""
+    return f"{where}:\n{traceback.format_exc()}"
+
+
+def fail_on(failures: list[str], what: str) -> None:
+    """Fails the test with every failure's traceback in full (an assertion on the list would truncate them)."""
+    if failures:
+        pytest.fail(f"{len(failures)} {what} failed:\n\n" + "\n".join(failures), pytrace=False)
+
+
+def run_at_once(work, threads: int = THREADS) -> None:
+    """Runs ``work(i)`` in ``threads`` threads released together; fails the
+    test if any of them raised (anything: pytest's own failures, such as
+    ``pytest.raises`` not raising, are BaseExceptions), with their tracebacks."""
     barrier = threading.Barrier(threads)
     errors = []
 
     def run(i):
-        barrier.wait()
         try:
+            barrier.wait()
             work(i)
-        except Exception as e:  # noqa: BLE001 - reported by the test
-            errors.append(f"thread {i}: {type(e).__name__}: {e}")
+        except BaseException:  # noqa: BLE001 - every failure of a thread fails the test, below
+            errors.append(_failure(f"thread {i}"))
 
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for t in pool:
         t.start()
     for t in pool:
         t.join()
-    return errors
+    fail_on(errors, f"of {threads} threads")
 
 
 @pytest.fixture
@@ -189,7 +204,7 @@ def test_first_and_warm_calls_of_new_ops_in_32_threads(cache):
             args, check = case(n)
             check(op(*args))
 
-    assert run_at_once(work) == []
+    run_at_once(work)
     for op, _ in ops:  # one launch configuration each
         assert list(op._written.values()) == [frozenset({"y_ptr" if op.mutated_args else "out_ptr"})]
     analyses = sorted(meta["written"] for meta in _analysis_entries(cache))
@@ -208,7 +223,7 @@ def test_undeclared_writes_are_still_found_in_32_threads():
         with pytest.raises(tt.TraceError, match=r"add_kernel\(out_ptr\) writes argument 'x'"):
             writes_x.trace(torch.randn(10), torch.randn(10))
 
-    assert run_at_once(work) == []
+    run_at_once(work)
 
 
 # -- the interpreter next to the code generator ------------------------------------------------------
@@ -224,28 +239,26 @@ def interpret_until(started: threading.Event, stop: threading.Event, failures: l
                 args, check = case(50_000)  # many programs: the patches stay on most of the time
                 check(op(*args))
                 started.set()
-    except Exception as e:  # noqa: BLE001 - reported by the test
-        failures.append(f"interpreting: {type(e).__name__}: {e}")
+    except BaseException:  # noqa: BLE001 - reported by the test
+        failures.append(_failure("interpreting"))
     finally:
         started.set()
 
 
-def _next_to_interpretation(work, rounds: int) -> list[str]:
-    """Runs ``work(round)`` ``rounds`` times while another thread keeps interpreting."""
+def _next_to_interpretation(work, rounds: int) -> None:
+    """Runs ``work(round)`` ``rounds`` times while another thread keeps
+    interpreting; a failure of either fails the test."""
     started, stop, failures = threading.Event(), threading.Event(), []
     interpreter = threading.Thread(target=interpret_until, args=(started, stop, failures))
     interpreter.start()
     started.wait(timeout=300)
     try:
         for r in range(rounds):
-            try:
-                work(r)
-            except Exception as e:  # noqa: BLE001 - reported by the test
-                failures.append(f"round {r}: {type(e).__name__}: {e}")
+            work(r)  # runs in the test's thread: a failure fails the test as it is
     finally:
         stop.set()
         interpreter.join()
-    return failures
+    fail_on(failures, "interpreting thread")
 
 
 def test_compiles_work_while_another_thread_interprets(monkeypatch):
@@ -260,7 +273,7 @@ def test_compiles_work_while_another_thread_interprets(monkeypatch):
         compiled, _ = tt.compile_variant(kid, words, 90)
         assert compiled.asm["cubin"]
 
-    assert _next_to_interpretation(compile_once, rounds=4) == []
+    _next_to_interpretation(compile_once, rounds=4)
 
 
 def test_first_traces_work_while_another_thread_interprets():
@@ -272,7 +285,7 @@ def test_first_traces_work_while_another_thread_interprets():
         assert list(add._written.values()) == [frozenset({"out_ptr"})]
         assert list(axpy_._written.values()) == [frozenset({"y_ptr"})]
 
-    assert _next_to_interpretation(first_trace, rounds=6) == []
+    _next_to_interpretation(first_trace, rounds=6)
 
 
 # -- analyses that cannot be made ---------------------------------------------------------------------
@@ -366,7 +379,7 @@ def test_the_lock_is_shared_by_readers_and_exclusive_for_a_writer():
     writers = [threading.Thread(target=writer) for _ in range(4)]
     for w in writers:
         w.start()
-    assert run_at_once(reader, threads=8) == []
+    run_at_once(reader, threads=8)
     for w in writers:
         w.join()
     assert most_readers[0] > 1 and writer_alone == [True] * 4
