@@ -7,9 +7,14 @@ and processes at once, and Triton's interpreter next to its code generator.
   because the kernel could not be analysed (inline assembly with side effects).
 * Interpreting a launch patches Triton process-wide; compiles and TTIR
   generation in other threads must still work meanwhile.
+* Triton parses kernels' Python source (their TTIR, their cache keys); on
+  CPython 3.11 before 3.11.8 two parses at once can fail, which made the
+  analysis miss undeclared writes. Parses must not overlap: the tests
+  simulate that Python on any version (``racy_ast_parse``).
 * Every failure in any thread fails the test, with its traceback.
 """
 
+import ast
 import itertools
 import json
 import os
@@ -17,6 +22,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import traceback
 
 import pytest
@@ -211,19 +217,100 @@ def test_first_and_warm_calls_of_new_ops_in_32_threads(cache):
     assert analyses == [["out_ptr"]] * 6 + [["y_ptr"]] * 2  # one entry per configuration, all right
 
 
-def test_undeclared_writes_are_still_found_in_32_threads():
-    ns = f"tt_concurrency_{next(_fresh)}"
+def undeclared_write_op(kernel=add_kernel):
+    """A new op whose kernel writes its input x, which it does not declare in mutates_args."""
 
-    @tt.op(f"{ns}::writes_x")
+    @tt.op(f"tt_concurrency_{next(_fresh)}::writes_x")
     def writes_x(x: torch.Tensor, y: torch.Tensor) -> None:
         n = x.numel()
-        add_kernel[(triton.cdiv(n, 32),)](x, x, y, n, BLOCK=32)
+        kernel[(triton.cdiv(n, 32),)](x, x, y, n, BLOCK=32)
 
-    def work(i):
-        with pytest.raises(tt.TraceError, match=r"add_kernel\(out_ptr\) writes argument 'x'"):
-            writes_x.trace(torch.randn(10), torch.randn(10))
+    return writes_x
 
-    run_at_once(work)
+
+def trace_finds_the_undeclared_write(op) -> None:
+    with pytest.raises(tt.TraceError, match=r"add_kernel\(out_ptr\) writes argument 'x'"):
+        op.trace(torch.randn(10), torch.randn(10))
+
+
+def test_undeclared_writes_are_still_found_in_32_threads(cache):
+    writes_x = undeclared_write_op()
+    run_at_once(lambda i: trace_finds_the_undeclared_write(writes_x))
+    assert list(writes_x._written.values()) == [frozenset({"out_ptr"})]
+
+
+# -- Python source parsed one thread at a time --------------------------------------------------------
+
+
+@pytest.fixture
+def racy_ast_parse(monkeypatch):
+    """``ast.parse`` as on CPython 3.11 before 3.11.8 (gh-106905), where a
+    parse that overlaps another thread's can raise ``SystemError: AST
+    constructor recursion depth mismatch``; here an overlap always raises, and
+    each parse takes a while, so parsing in threads at once fails every time,
+    on any Python. Triton parses a kernel's source in ``JITFunction.parse``
+    (for its TTIR and its cache_key) and in the interpreter's rewrite."""
+    real_parse = ast.parse
+    guard = threading.Lock()
+    state = {"inside": 0, "started": 0}
+
+    def parse(*args, **kwargs):
+        with guard:
+            state["inside"] += 1
+            state["started"] += 1
+            overlapped, started = state["inside"] > 1, state["started"]
+        try:
+            time.sleep(0.002)
+            tree = real_parse(*args, **kwargs)
+        finally:
+            with guard:
+                state["inside"] -= 1
+                overlapped = overlapped or state["started"] != started  # another began meanwhile
+        if overlapped:
+            raise SystemError("AST constructor recursion depth mismatch (simulated: another thread was parsing)")
+        return tree
+
+    monkeypatch.setattr(ast, "parse", parse)
+
+
+def test_undeclared_writes_are_found_when_python_parsing_is_not_thread_safe(cache, racy_ast_parse):
+    writes_x = undeclared_write_op()
+    run_at_once(lambda i: trace_finds_the_undeclared_write(writes_x), threads=8)
+    assert list(writes_x._written.values()) == [frozenset({"out_ptr"})]
+
+
+def test_new_kernels_are_traced_in_threads_when_python_parsing_is_not_thread_safe(cache, racy_ast_parse):
+    # New JITFunction objects: their first cache_key parses their source too.
+    ops = [undeclared_write_op(triton.jit(add_kernel.fn)) for _ in range(8)]
+    run_at_once(lambda i: trace_finds_the_undeclared_write(ops[i]), threads=8)
+
+
+def test_compiles_in_threads_when_python_parsing_is_not_thread_safe(racy_ast_parse, monkeypatch):
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # each compile runs the code generator again
+    (add, _), *_ = new_ops(2048)
+    x = torch.randn(1000)
+    plan = add.trace(x, x)
+    kid, words = plan.launches[0].kernel, _C.testing.specialization_keys(plan, (x, x))[0]
+    run_at_once(lambda i: tt.compile_variant(kid, words, 90), threads=4)
+
+
+def test_an_analysis_that_raises_is_reported_retried_and_never_remembered(cache, monkeypatch):
+    real_ttir, calls = writes.kernel_ttir, []
+
+    def fails_once(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=45, after=38)")
+        return real_ttir(*args)
+
+    monkeypatch.setattr(writes, "kernel_ttir", fails_once)
+    writes_x = undeclared_write_op()
+    with pytest.warns(RuntimeWarning, match=r"could not analyse which tensors add_kernel writes \(SystemError"):
+        writes_x.trace(torch.randn(10), torch.randn(10))  # the declaration is trusted, for this trace only
+    assert writes_x._written == {} and _analysis_entries(cache) == []
+    trace_finds_the_undeclared_write(writes_x)  # analysed again
+    assert len(calls) == 2 and list(writes_x._written.values()) == [frozenset({"out_ptr"})]
+    assert [meta["written"] for meta in _analysis_entries(cache)] == [["out_ptr"]]
 
 
 # -- the interpreter next to the code generator ------------------------------------------------------
