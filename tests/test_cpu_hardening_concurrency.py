@@ -7,8 +7,14 @@ and processes at once, and Triton's interpreter next to its code generator.
   because the kernel could not be analysed (inline assembly with side effects).
 * Interpreting a launch patches Triton process-wide; compiles and TTIR
   generation in other threads must still work meanwhile.
+* Triton parses kernels' Python source (their TTIR, their cache keys); on
+  CPython 3.11 before 3.11.8 two parses at once can fail, which made the
+  analysis miss undeclared writes. Parses must not overlap: the tests
+  simulate that Python on any version (``racy_ast_parse``).
+* Every failure in any thread fails the test, with its traceback.
 """
 
+import ast
 import itertools
 import json
 import os
@@ -16,6 +22,8 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
+import traceback
 
 import pytest
 import torch
@@ -139,24 +147,37 @@ def new_ops(block: int, device: str = "cpu") -> list:
     return [(add, add_case), (scale, scale_case), (axpy_, axpy_case), (row_max, row_max_case)]
 
 
-def run_at_once(work, threads: int = THREADS) -> list[str]:
-    """Runs ``work(i)`` in ``threads`` threads released together; the errors, as text."""
+def _failure(where: str) -> str:
+    """The exception being handled, with its traceback, as text (for a test's failure message)."""
+    return f"{where}:\n{traceback.format_exc()}"
+
+
+def fail_on(failures: list[str], what: str) -> None:
+    """Fails the test with every failure's traceback in full (an assertion on the list would truncate them)."""
+    if failures:
+        pytest.fail(f"{len(failures)} {what} failed:\n\n" + "\n".join(failures), pytrace=False)
+
+
+def run_at_once(work, threads: int = THREADS) -> None:
+    """Runs ``work(i)`` in ``threads`` threads released together; fails the
+    test if any of them raised (anything: pytest's own failures, such as
+    ``pytest.raises`` not raising, are BaseExceptions), with their tracebacks."""
     barrier = threading.Barrier(threads)
     errors = []
 
     def run(i):
-        barrier.wait()
         try:
+            barrier.wait()
             work(i)
-        except Exception as e:  # noqa: BLE001 - reported by the test
-            errors.append(f"thread {i}: {type(e).__name__}: {e}")
+        except BaseException:  # noqa: BLE001 - every failure of a thread fails the test, below
+            errors.append(_failure(f"thread {i}"))
 
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for t in pool:
         t.start()
     for t in pool:
         t.join()
-    return errors
+    fail_on(errors, f"of {threads} threads")
 
 
 @pytest.fixture
@@ -189,26 +210,107 @@ def test_first_and_warm_calls_of_new_ops_in_32_threads(cache):
             args, check = case(n)
             check(op(*args))
 
-    assert run_at_once(work) == []
+    run_at_once(work)
     for op, _ in ops:  # one launch configuration each
         assert list(op._written.values()) == [frozenset({"y_ptr" if op.mutated_args else "out_ptr"})]
     analyses = sorted(meta["written"] for meta in _analysis_entries(cache))
     assert analyses == [["out_ptr"]] * 6 + [["y_ptr"]] * 2  # one entry per configuration, all right
 
 
-def test_undeclared_writes_are_still_found_in_32_threads():
-    ns = f"tt_concurrency_{next(_fresh)}"
+def undeclared_write_op(kernel=add_kernel):
+    """A new op whose kernel writes its input x, which it does not declare in mutates_args."""
 
-    @tt.op(f"{ns}::writes_x")
+    @tt.op(f"tt_concurrency_{next(_fresh)}::writes_x")
     def writes_x(x: torch.Tensor, y: torch.Tensor) -> None:
         n = x.numel()
-        add_kernel[(triton.cdiv(n, 32),)](x, x, y, n, BLOCK=32)
+        kernel[(triton.cdiv(n, 32),)](x, x, y, n, BLOCK=32)
 
-    def work(i):
-        with pytest.raises(tt.TraceError, match=r"add_kernel\(out_ptr\) writes argument 'x'"):
-            writes_x.trace(torch.randn(10), torch.randn(10))
+    return writes_x
 
-    assert run_at_once(work) == []
+
+def trace_finds_the_undeclared_write(op) -> None:
+    with pytest.raises(tt.TraceError, match=r"add_kernel\(out_ptr\) writes argument 'x'"):
+        op.trace(torch.randn(10), torch.randn(10))
+
+
+def test_undeclared_writes_are_still_found_in_32_threads(cache):
+    writes_x = undeclared_write_op()
+    run_at_once(lambda i: trace_finds_the_undeclared_write(writes_x))
+    assert list(writes_x._written.values()) == [frozenset({"out_ptr"})]
+
+
+# -- Python source parsed one thread at a time --------------------------------------------------------
+
+
+@pytest.fixture
+def racy_ast_parse(monkeypatch):
+    """``ast.parse`` as on CPython 3.11 before 3.11.8 (gh-106905), where a
+    parse that overlaps another thread's can raise ``SystemError: AST
+    constructor recursion depth mismatch``; here an overlap always raises, and
+    each parse takes a while, so parsing in threads at once fails every time,
+    on any Python. Triton parses a kernel's source in ``JITFunction.parse``
+    (for its TTIR and its cache_key) and in the interpreter's rewrite."""
+    real_parse = ast.parse
+    guard = threading.Lock()
+    state = {"inside": 0, "started": 0}
+
+    def parse(*args, **kwargs):
+        with guard:
+            state["inside"] += 1
+            state["started"] += 1
+            overlapped, started = state["inside"] > 1, state["started"]
+        try:
+            time.sleep(0.002)
+            tree = real_parse(*args, **kwargs)
+        finally:
+            with guard:
+                state["inside"] -= 1
+                overlapped = overlapped or state["started"] != started  # another began meanwhile
+        if overlapped:
+            raise SystemError("AST constructor recursion depth mismatch (simulated: another thread was parsing)")
+        return tree
+
+    monkeypatch.setattr(ast, "parse", parse)
+
+
+def test_undeclared_writes_are_found_when_python_parsing_is_not_thread_safe(cache, racy_ast_parse):
+    writes_x = undeclared_write_op()
+    run_at_once(lambda i: trace_finds_the_undeclared_write(writes_x), threads=8)
+    assert list(writes_x._written.values()) == [frozenset({"out_ptr"})]
+
+
+def test_new_kernels_are_traced_in_threads_when_python_parsing_is_not_thread_safe(cache, racy_ast_parse):
+    # New JITFunction objects: their first cache_key parses their source too.
+    ops = [undeclared_write_op(triton.jit(add_kernel.fn)) for _ in range(8)]
+    run_at_once(lambda i: trace_finds_the_undeclared_write(ops[i]), threads=8)
+
+
+def test_compiles_in_threads_when_python_parsing_is_not_thread_safe(racy_ast_parse, monkeypatch):
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # each compile runs the code generator again
+    (add, _), *_ = new_ops(2048)
+    x = torch.randn(1000)
+    plan = add.trace(x, x)
+    kid, words = plan.launches[0].kernel, _C.testing.specialization_keys(plan, (x, x))[0]
+    run_at_once(lambda i: tt.compile_variant(kid, words, 90), threads=4)
+
+
+def test_an_analysis_that_raises_is_reported_retried_and_never_remembered(cache, monkeypatch):
+    real_ttir, calls = writes.kernel_ttir, []
+
+    def fails_once(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=45, after=38)")
+        return real_ttir(*args)
+
+    monkeypatch.setattr(writes, "kernel_ttir", fails_once)
+    writes_x = undeclared_write_op()
+    with pytest.warns(RuntimeWarning, match=r"could not analyse which tensors add_kernel writes \(SystemError"):
+        writes_x.trace(torch.randn(10), torch.randn(10))  # the declaration is trusted, for this trace only
+    assert writes_x._written == {} and _analysis_entries(cache) == []
+    trace_finds_the_undeclared_write(writes_x)  # analysed again
+    assert len(calls) == 2 and list(writes_x._written.values()) == [frozenset({"out_ptr"})]
+    assert [meta["written"] for meta in _analysis_entries(cache)] == [["out_ptr"]]
 
 
 # -- the interpreter next to the code generator ------------------------------------------------------
@@ -224,28 +326,26 @@ def interpret_until(started: threading.Event, stop: threading.Event, failures: l
                 args, check = case(50_000)  # many programs: the patches stay on most of the time
                 check(op(*args))
                 started.set()
-    except Exception as e:  # noqa: BLE001 - reported by the test
-        failures.append(f"interpreting: {type(e).__name__}: {e}")
+    except BaseException:  # noqa: BLE001 - reported by the test
+        failures.append(_failure("interpreting"))
     finally:
         started.set()
 
 
-def _next_to_interpretation(work, rounds: int) -> list[str]:
-    """Runs ``work(round)`` ``rounds`` times while another thread keeps interpreting."""
+def _next_to_interpretation(work, rounds: int) -> None:
+    """Runs ``work(round)`` ``rounds`` times while another thread keeps
+    interpreting; a failure of either fails the test."""
     started, stop, failures = threading.Event(), threading.Event(), []
     interpreter = threading.Thread(target=interpret_until, args=(started, stop, failures))
     interpreter.start()
     started.wait(timeout=300)
     try:
         for r in range(rounds):
-            try:
-                work(r)
-            except Exception as e:  # noqa: BLE001 - reported by the test
-                failures.append(f"round {r}: {type(e).__name__}: {e}")
+            work(r)  # runs in the test's thread: a failure fails the test as it is
     finally:
         stop.set()
         interpreter.join()
-    return failures
+    fail_on(failures, "interpreting thread")
 
 
 def test_compiles_work_while_another_thread_interprets(monkeypatch):
@@ -260,7 +360,7 @@ def test_compiles_work_while_another_thread_interprets(monkeypatch):
         compiled, _ = tt.compile_variant(kid, words, 90)
         assert compiled.asm["cubin"]
 
-    assert _next_to_interpretation(compile_once, rounds=4) == []
+    _next_to_interpretation(compile_once, rounds=4)
 
 
 def test_first_traces_work_while_another_thread_interprets():
@@ -272,7 +372,7 @@ def test_first_traces_work_while_another_thread_interprets():
         assert list(add._written.values()) == [frozenset({"out_ptr"})]
         assert list(axpy_._written.values()) == [frozenset({"y_ptr"})]
 
-    assert _next_to_interpretation(first_trace, rounds=6) == []
+    _next_to_interpretation(first_trace, rounds=6)
 
 
 # -- analyses that cannot be made ---------------------------------------------------------------------
@@ -366,7 +466,7 @@ def test_the_lock_is_shared_by_readers_and_exclusive_for_a_writer():
     writers = [threading.Thread(target=writer) for _ in range(4)]
     for w in writers:
         w.start()
-    assert run_at_once(reader, threads=8) == []
+    run_at_once(reader, threads=8)
     for w in writers:
         w.join()
     assert most_readers[0] > 1 and writer_alone == [True] * 4

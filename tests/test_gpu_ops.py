@@ -3,6 +3,7 @@
 Every result is compared with torch; binaries with Triton's own JIT."""
 
 import threading
+import traceback
 
 import pytest
 import torch
@@ -215,15 +216,16 @@ def test_concurrent_first_calls_compile_once():
         try:
             barrier.wait()
             results.append(torch.ops.tile_test.scale3(x))
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        except BaseException:  # noqa: BLE001 - reported below (pytest's failures are BaseExceptions)
+            errors.append(traceback.format_exc())
 
     threads = [threading.Thread(target=worker) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors, errors
+    assert not errors, "\n".join(errors)
+    assert len(results) == 8
     after = tt.runtime_counters()
     assert after["compiles"] - before["compiles"] == 1
     assert after["traces"] - before["traces"] == 1

@@ -16,6 +16,16 @@ exclusively again. Taking it exclusively while holding it only shared would
 wait for itself forever, so that raises instead. Writers are preferred (new
 readers wait while an interpretation waits), so interpretations are not starved
 by a stream of compiles.
+
+A second lock (``source_parsing``, re-entrant) serializes parsing Python source
+into ``ast`` objects, which Triton does for every kernel it generates code for
+(``JITFunction.parse`` in ``make_ir`` and in ``cache_key``; the interpreter's
+rewrite too). On CPython 3.11 before 3.11.8, ``ast.parse`` in two threads at
+once can fail with ``SystemError: AST constructor recursion depth mismatch``
+(CPython gh-106905: the AST constructor's recursion counter is per
+interpreter, and a garbage collection during construction can switch
+threads). It is held only around the steps that parse, inside the
+code-generation lock when both are held, never the other way round.
 """
 
 from __future__ import annotations
@@ -108,3 +118,11 @@ def code_generation() -> contextlib.AbstractContextManager:
 def interpretation() -> contextlib.AbstractContextManager:
     """Held (exclusively) while Triton's interpreter runs with its process-wide patches."""
     return _lock.exclusive()
+
+
+_parsing = threading.RLock()  # re-entrant: a kernel's cache_key parses its @triton.jit dependencies too
+
+
+def source_parsing() -> contextlib.AbstractContextManager:
+    """Held while Triton parses a kernel's Python source (see the module's docstring)."""
+    return _parsing

@@ -3,6 +3,7 @@ PyTorch operator whose CUDA implementation runs in C++."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Iterable, Optional, Union
 
 import torch
@@ -149,22 +150,31 @@ class TileOp:
 
     def written_parameters(self, kernel, config: int, arguments: dict) -> Optional[frozenset]:
         """Tensor parameters ``kernel`` writes for a launch configuration
-        (analysed once per configuration, and kept in the disk cache; None if
-        it cannot be analysed)."""
-        if config not in self._written:
-            key = _disk_cache.content_key("writes", ANALYSIS_VERSION, __version__, "triton", triton.__version__,
-                                          config_fingerprint(launch_config(config)))
-
-            cache = _disk_cache.active()
-            hit = cache.load(key)
-            if hit is not None:
-                written = frozenset(hit[0]["written"])
-            else:
+        (analysed once per configuration, and kept in the disk cache); None if
+        it cannot be analysed, and the declaration is trusted. A kernel that is
+        not analysable (``writes.NotAnalysable``) is remembered as such in this
+        process only; an analysis that raised is reported and remembered
+        nowhere: it may be transient, so the next trace analyses again."""
+        if config in self._written:
+            return self._written[config]
+        key = _disk_cache.content_key("writes", ANALYSIS_VERSION, __version__, "triton", triton.__version__,
+                                      config_fingerprint(launch_config(config)))
+        cache = _disk_cache.active()
+        hit = cache.load(key)
+        if hit is not None:
+            written = frozenset(hit[0]["written"])
+        else:
+            try:
                 written = written_parameters(kernel, arguments)
-                if written is not None:  # a failed analysis is not remembered: it may work elsewhere
-                    cache.store(key, {"written": sorted(written)})
-            self._written[config] = written
-        return self._written[config]
+            except Exception as e:  # noqa: BLE001 - an analysis failure must not fail the op: the declaration is trusted
+                warnings.warn(f"torch_tile: {self.qualname}: could not analyse which tensors {kernel.fn.__name__} "
+                              f"writes ({type(e).__name__}: {e}); mutates_args is trusted for this trace",
+                              RuntimeWarning, stacklevel=2)
+                return None
+            if written is not None:  # the disk cache holds real answers only
+                cache.store(key, {"written": sorted(written)})
+        self._written[config] = written
+        return written
 
     def trace(self, *args, device: Optional[torch.device] = None, **kwargs) -> _C.LaunchPlan:
         """The launch plan for these arguments (what the C++ runtime receives;

@@ -42,6 +42,7 @@ from ... import _disk_cache
 from ..._expr import SymbolicInt
 from ..._stand_ins import concrete
 from ..._version import __version__
+from .kernels import cache_key
 
 _chosen: dict[str, int] = {}  # disk-cache key -> config index, this process
 benchmarks_run = 0  # tunings performed in this process (tests count them)
@@ -111,7 +112,7 @@ def capturing() -> bool:
 def _cache_key(tuner: Autotuner, configs: list[triton.Config], key: tuple, device: torch.device) -> str:
     """As Triton's own autotune cache: the kernel, the configs left after pruning, the key; plus the device."""
     jit = tuner.fn
-    return _disk_cache.content_key("autotune", __version__, "triton", triton.__version__, jit.cache_key,
+    return _disk_cache.content_key("autotune", __version__, "triton", triton.__version__, cache_key(jit),
                                    [_config_text(c) for c in configs], [repr(k) for k in key], device_name(device))
 
 

@@ -21,7 +21,7 @@ from triton.compiler import ASTSource, make_backend
 from triton.runtime.jit import JITFunction, create_function_from_signature
 
 from ... import _C, _cubin, _descriptors, _disk_cache, _plan
-from ..._codegen_lock import code_generation
+from ..._codegen_lock import code_generation, source_parsing
 from ..._version import __version__
 from .kernels import FRONTEND, LaunchConfig, config_fingerprint, kernel_id, launch_config
 
@@ -112,12 +112,26 @@ def specialize(kid: int, words: list[int], capability: int):
     return kernel, options, signature, constexprs, attrs
 
 
+class _Source(ASTSource):
+    """Triton's ASTSource, with its steps that parse the kernel's Python source
+    (``make_ir``: the TTIR; ``hash``: cache keys) under ``source_parsing``, one
+    thread at a time (``ast.parse`` is not thread-safe on CPython < 3.11.8)."""
+
+    def hash(self):
+        with source_parsing():
+            return super().hash()
+
+    def make_ir(self, *args, **kwargs):
+        with source_parsing():
+            return super().make_ir(*args, **kwargs)
+
+
 def compile_variant(kid: int, words: list[int], capability: int):
     """Compiles the variant a key describes, as ``kernel[grid]`` would (no GPU
     needed). Returns the Triton CompiledKernel and the ASTSource it came from."""
     with code_generation():
         kernel, options, signature, constexprs, attrs = specialize(kid, words, capability)
-        src = ASTSource(kernel, signature, constexprs, attrs)
+        src = _Source(kernel, signature, constexprs, attrs)
         compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32), options=options.__dict__)
     return compiled, src
 
@@ -130,7 +144,7 @@ def kernel_ttir(kernel: JITFunction, args: list, capability: int):
     folded into the code)."""
     with code_generation():
         backend, options, signature, constexprs, attrs = _run_binder(kernel, capability, args, {})
-        src = ASTSource(kernel, signature, constexprs, attrs)
+        src = _Source(kernel, signature, constexprs, attrs)
         context = ir.context()
         ir.load_dialects(context)
         backend.load_dialects(context)

@@ -14,7 +14,7 @@ from triton.runtime.interpreter import InterpretedFunction, _patch_lang
 from triton.runtime.jit import JITFunction
 
 from ... import _descriptors
-from ..._codegen_lock import interpretation
+from ..._codegen_lock import interpretation, source_parsing
 from ..._launch_mode import LaunchMode
 from .autotune import base_kernel, choose, with_heuristics
 
@@ -52,7 +52,10 @@ class InterpretLaunches(LaunchMode):
         def device_call(jit_fn, *a, **kw):
             # InterpretedFunction.__call__, minus its own (never undone) patch:
             # the scope below already covers triton.language and its core.
-            return self._interpreted_fn(jit_fn.fn).rewrite()(*a, **kw)
+            interpreted = self._interpreted_fn(jit_fn.fn)
+            with source_parsing():  # its first rewrite parses the function's source
+                fn = interpreted.rewrite()
+            return fn(*a, **kw)
 
         if isinstance(kernel, Autotuner):  # no timing on CPU: the first config left after pruning
             jit = base_kernel(kernel, NotImplementedError)
@@ -81,6 +84,8 @@ class InterpretLaunches(LaunchMode):
             JITFunction.__call__ = device_call
             triton.knobs.runtime.interpret = True
             try:
+                with source_parsing():  # as in device_call: run() uses this rewrite
+                    interp.rewrite()
                 return interp.run(*args, grid=grid, warmup=False, **kwargs)
             finally:
                 triton.knobs.runtime.interpret = interpret_knob

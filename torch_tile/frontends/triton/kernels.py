@@ -15,6 +15,7 @@ from typing import Any
 from triton.runtime.jit import JITFunction
 
 from ... import _C, _disk_cache
+from ..._codegen_lock import source_parsing
 
 FRONTEND = "triton"
 
@@ -41,6 +42,13 @@ class _Registry:
 _registry = _Registry()
 
 
+def cache_key(fn: JITFunction) -> str:
+    """Triton's ``fn.cache_key`` (its source and ``@triton.jit`` dependencies),
+    computed under ``source_parsing``: the first read parses their source."""
+    with source_parsing():
+        return fn.cache_key
+
+
 def _stable_id(*parts: Any) -> int:
     """A 63-bit id from the SHA-256 of JSON parts: the same in every process."""
     return int(_disk_cache.content_key(*parts)[:16], 16) >> 1
@@ -52,7 +60,7 @@ def kernel_id(kernel: JITFunction) -> int:
         kid = _registry.kernel_ids.get(id(kernel))
         if kid is not None:
             return kid
-    kid = _stable_id("kernel", kernel.fn.__module__ + "." + kernel.fn.__qualname__, kernel.cache_key)
+    kid = _stable_id("kernel", kernel.fn.__module__ + "." + kernel.fn.__qualname__, cache_key(kernel))
     with _registry.lock:
         # Same name, source and dependencies: the same binary, whichever object compiles it.
         _registry.kernels.setdefault(kid, kernel)  # keeps the JITFunction (and its id()) alive
@@ -100,7 +108,7 @@ def launch_config(cid: int) -> LaunchConfig:
 def _stable(value: Any) -> Any:
     """A JSON value that identifies a constexpr/option value across processes."""
     if isinstance(value, JITFunction):
-        return ["jit", value.cache_key]
+        return ["jit", cache_key(value)]
     if isinstance(value, (bool, int, float, str)) or value is None:
         return [type(value).__name__, value]
     return [type(value).__name__, repr(value)]
@@ -110,7 +118,7 @@ def config_fingerprint(config: LaunchConfig) -> list:
     """What a launch configuration means, independent of this process's ids."""
     return [
         config.kernel.fn.__module__ + "." + config.kernel.fn.__qualname__,
-        config.kernel.cache_key,  # source and dependencies, as Triton hashes them
+        cache_key(config.kernel),  # source and dependencies, as Triton hashes them
         list(config.kinds),
         sorted([k, _stable(v)] for k, v in config.statics.items()),
         sorted([k, _stable(v)] for k, v in config.options.items()),

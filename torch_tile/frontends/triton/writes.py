@@ -12,6 +12,14 @@ active driver to be that target and turn any failure into a logged guess that
 every input is written. torch's TTIR analysis functions are called directly
 instead, so a kernel that cannot be analysed raises, and the answer is None
 ("cannot analyse", the declaration is trusted), never a guess.
+
+Two kinds of failure are told apart. A kernel whose code no analysis can
+see through (inline assembly with side effects, tuple parameters) is
+``NotAnalysable``: ``written_parameters`` returns None, the same answer every
+time, which the op may remember for the process (never in the disk cache).
+Any other exception propagates: it may be transient (``ast.parse`` racing
+another thread's was: see ``_codegen_lock``), so the op trusts the declaration
+for that trace only, says so, and analyses again next time.
 """
 
 from __future__ import annotations
@@ -35,6 +43,10 @@ CAPABILITY_WITHOUT_GPU = 90  # what tile ops compile for on a machine without on
 # torch memoizes its analysis in process-wide tables that each top-level call
 # resets: calls into it must not overlap.
 _torch_analysis_lock = threading.Lock()
+
+
+class NotAnalysable(Exception):
+    """The kernel's code hides its memory effects from the analysis, whatever the run."""
 
 
 def analysis_capability() -> int:
@@ -68,7 +80,7 @@ def _ttir_arguments(signature: dict, arguments: dict[str, Any]) -> list[str]:
         if ty == "constexpr":
             continue
         if not isinstance(ty, str):
-            raise NotImplementedError(f"parameter '{name}' has type {ty!r}")  # tuples
+            raise NotAnalysable(f"parameter '{name}' has type {ty!r}")  # tuples
         names.append(name)
         if ty.startswith("tensordesc"):
             rank = len(arguments[name].block_shape)
@@ -99,7 +111,7 @@ def _written_ttir_arguments(module, kernel, names: list[str], tensors: frozenset
         if num_args != len(names):
             raise RuntimeError(f"TTIR function {kernel_name} takes {num_args} arguments, expected {names}")
     if _has_impure_inline_asm(functions):
-        raise RuntimeError(f"{kernel.fn.__name__} runs inline assembly with side effects")
+        raise NotAnalysable(f"{kernel.fn.__name__} runs inline assembly with side effects")
     with _torch_analysis_lock:
         if hasattr(wrap, "get_tma_stores"):
             wrap.get_tma_stores.reset()
@@ -115,7 +127,7 @@ def _written_ttir_arguments(module, kernel, names: list[str], tensors: frozenset
 def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[str]]:
     """Names of the kernel's tensor parameters that it stores to (or updates
     atomically), for these bound arguments (the tracer's stand-ins); None when
-    it cannot be analysed."""
+    the kernel is not analysable (``NotAnalysable``). Other failures raise."""
     is_tensor = {name: isinstance(tensor_of(v), TensorProxy) for name, v in arguments.items()}
     try:
         args = [_representative(arguments[p.name]) for p in kernel.params]
@@ -123,6 +135,6 @@ def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[
         names = _ttir_arguments(signature, arguments)
         tensors = frozenset(i for i, name in enumerate(names) if is_tensor.get(name, False))
         written = _written_ttir_arguments(module, kernel, names, tensors)
-    except Exception:  # noqa: BLE001 - an analysis failure must not fail the op: the declaration is trusted
+    except NotAnalysable:
         return None
     return frozenset(name for name in written if is_tensor.get(name, False))
