@@ -8,6 +8,7 @@ registration and error paths. GPU counterpart: tests/test_gpu_bundle.py."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -19,7 +20,7 @@ import pytest
 import torch
 
 import torch_tile as tt
-from torch_tile import _C, bundle
+from torch_tile import _C, _disk_cache, bundle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "cpp")
@@ -36,10 +37,21 @@ def _example_ops():
 ops = _example_ops()
 
 
+@contextlib.contextmanager
+def private_disk_cache(directory):
+    """Variants compiled for a bundle stay out of the session's disk cache (other tests count compiles)."""
+    _disk_cache.configure(str(directory))
+    try:
+        yield
+    finally:
+        _disk_cache.configure(None)
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("bundle") / "ops.ttb")
-    summary = tt.export_bundle(OPS, path, examples=ops.examples("cpu"), capabilities=[90])
+    with private_disk_cache(tmp_path_factory.mktemp("bundle_cache")):
+        summary = tt.export_bundle(OPS, path, examples=ops.examples("cpu"), capabilities=[90])
     return path, summary
 
 

@@ -193,18 +193,18 @@ def test_mutates_args_in_inferred_schema():
 
 @pytest.mark.parametrize(
     "arg_type",
-    ["Tensor[]", "float[]", "Scalar", "Device", "Generator?", "Layout", "MemoryFormat"],
+    ["float[]", "Scalar", "Device", "Generator?", "Layout", "MemoryFormat", "Tensor?[]"],
 )
 def test_unsupported_argument_types_refused(arg_type):
     name = "t_" + "".join(c if c.isalnum() else "_" for c in arg_type)
     with pytest.raises(TypeError, match=r"argument 'a' has type .*supported: Tensor, int, float, bool, str, "
-                                        r"torch.dtype, Optional of each, and list\[int\]"):
+                                        r"torch.dtype, Optional of each, list\[int\] and list\[Tensor\]"):
         tt.op(f"{NS}::{name}", lambda x, a: None, schema=f"(Tensor x, {arg_type} a) -> Tensor")
 
 
-@pytest.mark.parametrize("returns", ["int", "Tensor[]", "(Tensor, float)"])
+@pytest.mark.parametrize("returns", ["int", "Tensor?", "(Tensor, float)", "(Tensor, Tensor[])"])
 def test_non_tensor_returns_refused(returns):
-    with pytest.raises(TypeError, match="returns must be Tensors"):
+    with pytest.raises(TypeError, match="returns must be a Tensor, a tuple of Tensors, a list\\[Tensor\\] or None"):
         tt.op(f"{NS}::ret_{abs(hash(returns))}", lambda x: None, schema=f"(Tensor x) -> {returns}")
 
 

@@ -28,7 +28,7 @@ def _crc32c(data: bytes) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-def _reseal(payload: bytes, version: int = 2) -> bytes:
+def _reseal(payload: bytes, version: int = 3) -> bytes:
     return b"TTPLANS\0" + struct.pack("<IIQ", version, _crc32c(payload), len(payload)) + payload
 
 
@@ -172,7 +172,7 @@ def test_corrupt_truncated_or_foreign_bytes_are_refused(fault):
     elif fault == "append":
         bad, match = data + b"\0", "truncated or with trailing data"
     elif fault == "version":
-        bad, match = _reseal(data[HEADER:], version=1), "format version 1; this torch_tile reads version 2"
+        bad, match = _reseal(data[HEADER:], version=1), "format version 1; this torch_tile reads version 3"
     elif fault == "magic":
         bad, match = b"XXPLANS\0" + data[8:], "no TTPLANS header"
     else:

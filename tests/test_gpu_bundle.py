@@ -23,10 +23,11 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("gpu_bundle") / "ops.ttb")
-    for name, calls in C.ops.examples("cuda").items():  # real calls: traced, compiled, autotuned on the GPU
-        for call in calls:
-            getattr(getattr(torch.ops, name.split("::")[0]), name.split("::")[1])(*call)
-    summary = tt.export_bundle(C.OPS, path, examples=C.ops.examples("cuda"))
+    with C.private_disk_cache(tmp_path_factory.mktemp("gpu_bundle_cache")):
+        for name, calls in C.ops.examples("cuda").items():  # real calls: traced, compiled, autotuned on the GPU
+            for call in calls:
+                getattr(getattr(torch.ops, name.split("::")[0]), name.split("::")[1])(*call)
+        summary = tt.export_bundle(C.OPS, path, examples=C.ops.examples("cuda"))
     major, minor = torch.cuda.get_device_capability()
     assert summary["capabilities"] == [major * 10 + minor]
     return path

@@ -81,7 +81,7 @@ void run_ops(int64_t bench_iters) {
   check(grad.find("has no backward in this process") != std::string::npos,
         "a call needing a gradient is a clear error");
   if (bench_iters > 0) {
-    at::Tensor x = at::randn({1 << 10}, at::device(at::kCUDA));
+    at::Tensor x = at::randn({1024}, at::device(at::kCUDA));  // as benchmarks/launch_overhead.py
     for (int i = 0; i < 100; ++i) add.call(x, x);
     torch::cuda::synchronize();
     const auto start = std::chrono::steady_clock::now();
@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int64_t bench_iters = (argc >= 4 && std::strcmp(argv[2], "--bench") == 0) ? std::atoll(argv[3]) : 0;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a pipe as they are printed
   std::printf("torch_tile %s\n", torch_tile::version());
   const torch_tile::LoadedBundle bundle = torch_tile::load_bundle(argv[1]);
   std::printf("loaded %zu ops, %lld plans, %lld variants (%s)\n", bundle.ops.size(), (long long)bundle.plans,
@@ -123,7 +124,8 @@ int main(int argc, char** argv) {
   });
   check(!cpu.empty(), "a call on CPU tensors is refused by the dispatcher (tile ops have CUDA kernels only)");
   if (torch::cuda::is_available()) {
-    run_ops(bench_iters);
+    const std::string error = error_of([&] { run_ops(bench_iters); });
+    check(error.empty(), "the GPU checks ran to the end" + (error.empty() ? "" : ": " + error));
   } else {
     std::printf("no CUDA GPU: ops not run\n");
   }
