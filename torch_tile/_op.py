@@ -132,8 +132,9 @@ class TileOp:
         return _C.plan_count(self.qualname)
 
     def written_parameters(self, kernel, config: int, arguments: dict) -> Optional[frozenset]:
-        """Tensor parameters ``kernel`` writes for a launch configuration
-        (analysed once per configuration, and kept in the disk cache; None if
+        """The tensors ``kernel`` writes for a launch configuration, as leaf
+        paths (``(name,)``, or ``(name, i...)`` inside a tuple parameter;
+        analysed once per configuration, and kept in the disk cache; None if
         it cannot be analysed)."""
         if config not in self._written:
             key = _disk_cache.content_key("writes", ANALYSIS_VERSION, __version__, "triton", triton.__version__,
@@ -142,7 +143,7 @@ class TileOp:
             cache = _disk_cache.active()
             hit = cache.load(key)
             if hit is not None:
-                written = frozenset(hit[0]["written"])
+                written = frozenset(tuple(path) for path in hit[0]["written"])  # JSON keeps tuples as lists
             else:
                 written = written_parameters(kernel, arguments)
                 if written is not None:  # a failed analysis is not remembered: it may work elsewhere

@@ -29,7 +29,7 @@ from ._launch_mode import LaunchMode, WarmedUpKernel, direct_launches, launch_mo
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
     is_non_overlapping_and_dense
 from ._trace_state import body_location, outside_trace, tracing
-from .frontends.triton import autotune
+from .frontends.triton import autotune, tuples
 from .frontends.triton.record import record_launch
 
 if TYPE_CHECKING:
@@ -528,10 +528,11 @@ class Tracer(GuardSink, LaunchMode):
             params = self.op.written_parameters(kernel, step.config, arguments)
             if params is None:
                 return  # not analysable: trust the declaration
-            for name in params:
-                value = _descriptors.tensor_of(arguments[name])  # a descriptor store writes its base
+            for path in params:
+                value = _descriptors.tensor_of(tuples.at(arguments, path))  # a descriptor store writes its base
                 if isinstance(value, TensorProxy) and self.root_slot(value._slot) < self.num_args:
-                    written.setdefault(self.root_slot(value._slot), f"kernel {kernel.fn.__name__}({name})")
+                    written.setdefault(self.root_slot(value._slot),
+                                       f"kernel {kernel.fn.__name__}({tuples.leaf_name(path[0], path[1:])})")
         declared = set(self.op.mutated_args)
         names = self.op.arg_names
         undeclared = sorted(set(written) - declared)
