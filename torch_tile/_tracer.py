@@ -472,6 +472,8 @@ class Tracer(GuardSink, LaunchMode):
         """Times configs on the call's real inputs (cloned where written) and
         temporary outputs, outside the tracing modes."""
         def real(value, name: str):
+            if isinstance(value, tuple):
+                return tuples.map_leaves(lambda leaf: real(leaf, name), value)
             if isinstance(value, TensorProxy):
                 if value._slot < self.num_args:
                     return self._args[value._slot]
@@ -482,12 +484,16 @@ class Tracer(GuardSink, LaunchMode):
                 return _descriptors.concrete_descriptor(value, real(value.base, name), where)
             return concrete(value)
 
+        def is_input(leaf) -> bool:
+            tensor = _descriptors.tensor_of(leaf)
+            return isinstance(tensor, TensorProxy) and tensor._slot < self.num_args
+
         def measure(configs):
             with direct_launches(), _pop_mode_temporarily(), outside_trace():
                 real_args = [real(a, n) for n, a in zip(tuner.fn.arg_names, args)]
                 real_kwargs = {k: real(v, k) for k, v in kwargs.items()}
-                inputs = {n for n, a in zip(tuner.fn.arg_names, map(_descriptors.tensor_of, args))
-                          if isinstance(a, TensorProxy) and a._slot < self.num_args}
+                inputs = {n for n, a in zip(tuner.fn.arg_names, args)
+                          if any(is_input(leaf) for _, leaf in tuples.leaves(a))}
                 return autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
 
         return measure
@@ -498,6 +504,8 @@ class Tracer(GuardSink, LaunchMode):
         call's values, with empty tensors of the stand-ins' layouts. What it
         returns only tunes the launch; no guard is taken."""
         def real(value):
+            if isinstance(value, tuple):
+                return tuples.map_leaves(real, value)
             if isinstance(value, TensorProxy):
                 m = value._meta
                 with _pop_mode_temporarily(), torch._C.DisableTorchFunction():
