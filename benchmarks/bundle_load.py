@@ -31,7 +31,7 @@ SOURCE = '''
 def scale{i}_kernel(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * {i + 2}, mask=mask)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * {k}, mask=mask)
 
 
 @tt.op("bundle_bench::scale{i}")
@@ -62,7 +62,7 @@ def define_ops() -> list:
     path = os.path.join(tempfile.mkdtemp(prefix="bundle_bench_"), "bundle_bench_ops.py")
     with open(path, "w") as f:
         f.write("import torch, triton, triton.language as tl\nimport torch_tile as tt\n")
-        f.write("".join(SOURCE.format(i=i) for i in range(10)))
+        f.write("".join(SOURCE.format(i=i, k=i + 2) for i in range(10)))
     sys.path.insert(0, os.path.dirname(path))
     import bundle_bench_ops  # noqa: E402
 

@@ -212,9 +212,9 @@ def test_first_and_warm_calls_of_new_ops_in_32_threads(cache):
 
     run_at_once(work)
     for op, _ in ops:  # one launch configuration each
-        assert list(op._written.values()) == [frozenset({"y_ptr" if op.mutated_args else "out_ptr"})]
+        assert list(op._written.values()) == [frozenset({("y_ptr",) if op.mutated_args else ("out_ptr",)})]
     analyses = sorted(meta["written"] for meta in _analysis_entries(cache))
-    assert analyses == [["out_ptr"]] * 6 + [["y_ptr"]] * 2  # one entry per configuration, all right
+    assert analyses == [[["out_ptr"]]] * 6 + [[["y_ptr"]]] * 2  # one entry per configuration, all right
 
 
 def undeclared_write_op(kernel=add_kernel):
@@ -369,8 +369,8 @@ def test_first_traces_work_while_another_thread_interprets():
         x = torch.randn(1000)
         add.trace(x, x)
         axpy_.trace(x, x, 2.0)
-        assert list(add._written.values()) == [frozenset({"out_ptr"})]
-        assert list(axpy_._written.values()) == [frozenset({"y_ptr"})]
+        assert list(add._written.values()) == [frozenset({("out_ptr",)})]
+        assert list(axpy_._written.values()) == [frozenset({("y_ptr",)})]
 
     _next_to_interpretation(first_trace, rounds=6)
 
@@ -396,8 +396,8 @@ def test_a_kernel_with_side_effect_asm_is_not_analysed_and_nothing_is_stored(cac
     assert _analysis_entries(cache) == []
     pure = _asm_op(pure_asm_kernel)  # pure asm touches no memory: analysable, and stored
     pure.trace(torch.randn(100).view(torch.int32))
-    assert list(pure._written.values()) == [frozenset({"out_ptr"})]
-    assert [meta["written"] for meta in _analysis_entries(cache)] == [["out_ptr"]]
+    assert list(pure._written.values()) == [frozenset({("out_ptr",)})]
+    assert [meta["written"] for meta in _analysis_entries(cache)] == [[["out_ptr"]]]
 
 
 def test_pdl_kernels_are_not_analysed_and_nothing_is_stored(cache):
@@ -419,8 +419,8 @@ def test_the_analysis_calls_neither_of_torchs_guessing_entry_points(monkeypatch)
     x = torch.randn(100)
     add.trace(x, x)
     axpy_.trace(x, x, 1.0)
-    assert list(add._written.values()) == [frozenset({"out_ptr"})]
-    assert list(axpy_._written.values()) == [frozenset({"y_ptr"})]
+    assert list(add._written.values()) == [frozenset({("out_ptr",)})]
+    assert list(axpy_._written.values()) == [frozenset({("y_ptr",)})]
 
 
 def test_the_analysis_target_is_sm90_without_a_gpu(monkeypatch):
@@ -546,4 +546,4 @@ def test_processes_started_at_once_make_first_calls_on_one_fresh_cache(tmp_path)
         assert p.returncode == 0, err
         assert json.loads(out.strip().splitlines()[-1]) == {"ok": True}, err
     analyses = _analysis_entries(_disk_cache.DiskCache(str(cache_dir)))
-    assert sorted(meta["written"] for meta in analyses) == [["out_ptr"], ["x_ptr"]]
+    assert sorted(meta["written"] for meta in analyses) == [[["out_ptr"]], [["x_ptr"]]]

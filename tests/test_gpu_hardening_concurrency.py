@@ -61,7 +61,7 @@ def test_first_and_warm_calls_of_new_ops_in_32_threads(cache):
     assert tt.runtime_counters()["compiles"] - compiles == len(expected)  # one per variant, not per thread
     assert tt.compile_count() - compiled_here == len(expected)  # ...and each one compiled by Triton once
     for op, _ in ops:
-        assert list(op._written.values()) == [frozenset({"y_ptr" if op.mutated_args else "out_ptr"})]
+        assert list(op._written.values()) == [frozenset({("y_ptr",) if op.mutated_args else ("out_ptr",)})]
 
     traces = tt.runtime_counters()["traces"]
     run_at_once(work)  # warm: no trace, no compile

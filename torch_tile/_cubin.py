@@ -273,7 +273,8 @@ def launch_metadata_problem(meta: dict, cubin: bytes, num_bindings: int) -> Opti
 
     ``meta`` is the compile result the C++ runtime reads (name, num_warps,
     num_ctas, shared, runtime_param_types...); ``num_bindings`` is the number of
-    the launch's bindings (kernel parameters) that ``runtime_params`` indexes.
+    the launch's bindings (kernel parameters, a tuple parameter's leaves each)
+    that ``runtime_params`` indexes.
     Checked: the fields' types and ranges; the kernel symbol; the block size the
     cubin requires (32 * num_warps); its parameters' count and sizes (the
     runtime parameters plus Triton's two scratch pointers); its cluster shape

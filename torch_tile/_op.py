@@ -149,8 +149,9 @@ class TileOp:
         return _C.plan_count(self.qualname)
 
     def written_parameters(self, kernel, config: int, arguments: dict) -> Optional[frozenset]:
-        """Tensor parameters ``kernel`` writes for a launch configuration
-        (analysed once per configuration, and kept in the disk cache); None if
+        """The tensors ``kernel`` writes for a launch configuration, as leaf
+        paths (``(name,)``, or ``(name, i...)`` inside a tuple parameter;
+        analysed once per configuration, and kept in the disk cache); None if
         it cannot be analysed, and the declaration is trusted. A kernel that is
         not analysable (``writes.NotAnalysable``) is remembered as such in this
         process only; an analysis that raised is reported and remembered
@@ -162,7 +163,7 @@ class TileOp:
         cache = _disk_cache.active()
         hit = cache.load(key)
         if hit is not None:
-            written = frozenset(hit[0]["written"])
+            written = frozenset(tuple(path) for path in hit[0]["written"])  # JSON keeps tuples as lists
         else:
             try:
                 written = written_parameters(kernel, arguments)

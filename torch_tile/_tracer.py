@@ -29,7 +29,7 @@ from ._launch_mode import LaunchMode, WarmedUpKernel, direct_launches, launch_mo
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
     is_non_overlapping_and_dense
 from ._trace_state import body_location, outside_trace, tracing
-from .frontends.triton import autotune
+from .frontends.triton import autotune, tuples
 from .frontends.triton.record import record_launch
 
 if TYPE_CHECKING:
@@ -488,6 +488,8 @@ class Tracer(GuardSink, LaunchMode):
         """Times configs on the call's real inputs (cloned where written) and
         temporary outputs, outside the tracing modes."""
         def real(value, name: str):
+            if isinstance(value, tuple):
+                return tuples.map_leaves(lambda leaf: real(leaf, name), value)
             if isinstance(value, TensorProxy):
                 if value._slot < self.num_inputs:
                     return self._input_values[value._slot]
@@ -498,12 +500,16 @@ class Tracer(GuardSink, LaunchMode):
                 return _descriptors.concrete_descriptor(value, real(value.base, name), where)
             return concrete(value)
 
+        def is_input(leaf) -> bool:
+            tensor = _descriptors.tensor_of(leaf)
+            return isinstance(tensor, TensorProxy) and tensor._slot < self.num_inputs
+
         def measure(configs):
             with direct_launches(), _pop_mode_temporarily(), outside_trace():
                 real_args = [real(a, n) for n, a in zip(tuner.fn.arg_names, args)]
                 real_kwargs = {k: real(v, k) for k, v in kwargs.items()}
-                inputs = {n for n, a in zip(tuner.fn.arg_names, map(_descriptors.tensor_of, args))
-                          if isinstance(a, TensorProxy) and a._slot < self.num_inputs}
+                inputs = {n for n, a in zip(tuner.fn.arg_names, args)
+                          if any(is_input(leaf) for _, leaf in tuples.leaves(a))}
                 return autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
 
         return measure
@@ -514,6 +520,8 @@ class Tracer(GuardSink, LaunchMode):
         call's values, with empty tensors of the stand-ins' layouts. What it
         returns only tunes the launch; no guard is taken."""
         def real(value):
+            if isinstance(value, tuple):
+                return tuples.map_leaves(real, value)
             if isinstance(value, TensorProxy):
                 m = value._meta
                 with _pop_mode_temporarily(), torch._C.DisableTorchFunction():
@@ -544,11 +552,11 @@ class Tracer(GuardSink, LaunchMode):
             params = self.op.written_parameters(kernel, step.config, arguments)
             if params is None:
                 return  # not analysable: trust the declaration
-            for name in params:
-                value = _descriptors.tensor_of(arguments[name])  # a descriptor store writes its base
+            for path in params:
+                value = _descriptors.tensor_of(tuples.at(arguments, path))  # a descriptor store writes its base
                 if isinstance(value, TensorProxy) and self.root_slot(value._slot) < self.num_inputs:
                     written.setdefault(self._input_argument[self.root_slot(value._slot)],
-                                       f"kernel {kernel.fn.__name__}({name})")
+                                       f"kernel {kernel.fn.__name__}({tuples.leaf_name(path[0], path[1:])})")
         declared = set(self.op.mutated_args)
         names = self.op.arg_names
         undeclared = sorted(set(written) - declared)

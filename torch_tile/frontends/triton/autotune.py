@@ -43,6 +43,7 @@ from ..._expr import SymbolicInt
 from ..._stand_ins import concrete
 from ..._version import __version__
 from .kernels import cache_key
+from .tuples import map_leaves
 
 _chosen: dict[str, int] = {}  # disk-cache key -> config index, this process
 benchmarks_run = 0  # tunings performed in this process (tests count them)
@@ -172,19 +173,22 @@ def _time_ms(run: Callable[[], None], reps: int = 10) -> float:
 
 def measure_with(tuner: Autotuner, grid: Any, args: list, kwargs: dict, written: set[str]):
     """A ``measure`` function for ``choose`` over real CUDA arguments (``args``
-    bound positionally to the kernel's parameters): written tensors are cloned
-    so the caller's data is untouched."""
+    bound positionally to the kernel's parameters): the tensors of the
+    ``written`` parameters (inside tuples too) are cloned so the caller's data
+    is untouched."""
     from triton.compiler.errors import CompilationError
     from triton.runtime.errors import OutOfResources
 
+    def clone(value):
+        if isinstance(value, torch.Tensor):
+            return value.clone()
+        if isinstance(value, TensorDescriptor):
+            return dataclasses.replace(value, base=value.base.clone())
+        return value
+
     jit = tuner.fn
     names = jit.arg_names
-    real = list(args)
-    for i, name in enumerate(names[: len(real)]):
-        if name in written and isinstance(real[i], torch.Tensor):
-            real[i] = real[i].clone()
-        elif name in written and isinstance(real[i], TensorDescriptor):
-            real[i] = dataclasses.replace(real[i], base=real[i].base.clone())
+    real = [map_leaves(clone, a) if name in written else a for name, a in zip(names, args)]
     named = dict(zip(names, real))
 
     def timed(config: triton.Config) -> float:

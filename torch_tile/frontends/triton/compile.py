@@ -23,6 +23,7 @@ from triton.runtime.jit import JITFunction, create_function_from_signature
 from ... import _C, _cubin, _descriptors, _disk_cache, _plan
 from ..._codegen_lock import code_generation, source_parsing
 from ..._version import __version__
+from . import tuples
 from .kernels import FRONTEND, LaunchConfig, config_fingerprint, kernel_id, launch_config
 
 K = _plan.BindingKind
@@ -52,23 +53,34 @@ def _signed(word: int) -> int:
     return word - 2**64 if word >= 2**63 else word
 
 
+def _representative_leaf(config: LaunchConfig, name: str, kind: K, word: int) -> Any:
+    """A value of the parameter (or tuple leaf) ``name`` that Triton specialises as its key word says."""
+    if kind in (K.TENSOR, K.TENSORDESC):
+        pointer = Pointer(_C.dtype_of_packed(word >> 2), aligned=(word & 3) != W.UNALIGNED)
+        return pointer if kind == K.TENSOR else _descriptors.representative(config.statics[name], pointer)
+    if kind == K.INT:
+        return _INT_REPRESENTATIVE[(word >> 2, word & 3)]
+    if kind == K.BOOL:
+        return True
+    if kind == K.FLOAT:
+        return 1.5
+    if kind == K.CONSTEXPR:
+        return _signed(word)
+    return config.statics[name]
+
+
 def representative_args(config: LaunchConfig, words: list[int]) -> list[Any]:
-    """Arguments that Triton's binder specializes exactly as the key says."""
+    """Arguments that Triton's binder specializes exactly as the key says: one
+    value per binding, a tuple parameter rebuilt from its leaves' bindings."""
+    bindings = iter(zip(map(K, config.kinds), words[1:]))
     args = []
-    for kp, kind, word in zip(config.kernel.params, map(K, config.kinds), words[1:]):
-        if kind in (K.TENSOR, K.TENSORDESC):
-            pointer = Pointer(_C.dtype_of_packed(word >> 2), aligned=(word & 3) != W.UNALIGNED)
-            args.append(pointer if kind == K.TENSOR else _descriptors.representative(config.statics[kp.name], pointer))
-        elif kind == K.INT:
-            args.append(_INT_REPRESENTATIVE[(word >> 2, word & 3)])
-        elif kind == K.BOOL:
-            args.append(True)
-        elif kind == K.FLOAT:
-            args.append(1.5)
-        elif kind == K.CONSTEXPR:
-            args.append(_signed(word))
+    for kp in config.kernel.params:
+        shape = config.tuples.get(kp.name)
+        if shape is None:
+            args.append(_representative_leaf(config, kp.name, *next(bindings)))
         else:
-            args.append(config.statics[kp.name])
+            args.append(tuples.build(shape, lambda path, name=kp.name: _representative_leaf(
+                config, tuples.leaf_name(name, path), *next(bindings))))
     return args
 
 
@@ -153,29 +165,48 @@ def kernel_ttir(kernel: JITFunction, args: list, capability: int):
     return module, signature
 
 
-def _runtime_params(src: ASTSource, tensordesc_meta) -> dict:
+def _runtime_params(src: ASTSource, tensordesc_meta, num_bindings: int) -> dict:
     """How the compiled kernel takes its parameters: for each value passed,
     the launch binding it comes from, its type and the part of the binding
     (-1: the value itself; a tensor descriptor expands to its CUtensorMap,
-    shape and strides), plus one entry of TMA metadata per descriptor."""
+    shape and strides), plus one entry of TMA metadata per descriptor.
+
+    Bindings are the parameters' leaves: a tuple parameter's signature is a
+    tuple of its leaves' types, flattened depth first as Triton's launcher
+    flattens it ("constexpr" leaves, folded into the code, pass nothing)."""
     indices, types, parts, tensor_maps = [], [], [], []
     descriptors = iter(tensordesc_meta or ())
-    for i, (name, ty) in enumerate(src.signature.items()):
+    binding = 0  # the next leaf's binding index
+    kernel_name = src.fn.fn.__name__
+
+    def visit(ty: Any, name: str) -> None:
+        nonlocal binding
+        if isinstance(ty, tuple):  # namedtuples included
+            for k, item in enumerate(ty):
+                visit(item, f"{name}[{k}]")
+            return
+        i, binding = binding, binding + 1
         if ty == "constexpr":
-            continue
-        where = f"parameter '{name}' of {src.fn.fn.__name__}"
+            return
+        where = f"parameter '{name}' of {kernel_name}"
         if isinstance(ty, str) and ty.startswith("tensordesc"):
             d_types, d_parts, tensor_map = _descriptors.runtime_layout(next(descriptors, None), where)
-            indices += [i] * len(d_types)
-            types += d_types
-            parts += d_parts
+            indices.extend([i] * len(d_types))
+            types.extend(d_types)
+            parts.extend(d_parts)
             tensor_maps.append(tensor_map)
-            continue
+            return
         if not isinstance(ty, str) or ty == "nvTmaDesc":
-            raise NotImplementedError(f"torch_tile: {where} has type {ty!r}; tuples are not supported yet")
+            raise NotImplementedError(f"torch_tile: {where} has type {ty!r}, which torch_tile cannot pass")
         indices.append(i)
         types.append(ty)
         parts.append(-1)
+
+    for name, ty in src.signature.items():
+        visit(ty, name)
+    if binding != num_bindings:
+        raise RuntimeError(f"torch_tile: the signature of {kernel_name} has {binding} leaves, but the launch has "
+                           f"{num_bindings} bindings")
     return {"runtime_params": indices, "runtime_param_types": types, "runtime_param_parts": parts,
             "tensor_maps": tensor_maps}
 
@@ -198,7 +229,7 @@ def _compiled_entry(kid: int, words: list[int], capability: int) -> tuple[dict, 
         "global_scratch_align": int(getattr(md, "global_scratch_align", 1) or 1),
         "profile_scratch_size": int(getattr(md, "profile_scratch_size", 0) or 0),
         "profile_scratch_align": int(getattr(md, "profile_scratch_align", 1) or 1),
-        **_runtime_params(src, getattr(md, "tensordesc_meta", None)),
+        **_runtime_params(src, getattr(md, "tensordesc_meta", None), len(words) - 1),
     }
     return meta, compiled.asm["cubin"]
 

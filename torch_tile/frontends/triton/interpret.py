@@ -17,6 +17,7 @@ from ... import _descriptors
 from ..._codegen_lock import interpretation, source_parsing
 from ..._launch_mode import LaunchMode
 from .autotune import base_kernel, choose, with_heuristics
+from .tuples import leaves
 
 
 # Dtypes Triton's interpreter computes wrongly (numpy has no bfloat16 or fp8:
@@ -66,7 +67,8 @@ class InterpretLaunches(LaunchMode):
                 config.pre_hook({**named, **kwargs})
             kwargs = with_heuristics(kernel, args, kwargs)
             kernel = jit
-        for value in map(_descriptors.tensor_of, list(args) + list(kwargs.values())):
+        arguments = [_descriptors.tensor_of(leaf) for a in (*args, *kwargs.values()) for _, leaf in leaves(a)]
+        for value in arguments:
             if isinstance(value, torch.Tensor) and value.dtype in _NOT_INTERPRETABLE:
                 raise NotImplementedError(
                     f"{kernel.fn.__name__}: Triton's interpreter (the CPU debug path) computes wrong results "

@@ -16,6 +16,7 @@ from triton.runtime.jit import JITFunction
 
 from ... import _C, _disk_cache
 from ..._codegen_lock import source_parsing
+from .tuples import TupleShape, stable
 
 FRONTEND = "triton"
 
@@ -25,9 +26,10 @@ class LaunchConfig:
     """The static part of one launch site: everything the key's first word stands for."""
 
     kernel: JITFunction
-    kinds: tuple[int, ...]  # BindingKind per parameter
-    statics: dict[str, Any]
+    kinds: tuple[int, ...]  # BindingKind per binding: per parameter, or per leaf of a tuple parameter
+    statics: dict[str, Any]  # by parameter name, or leaf name (``ptrs[1]``) inside a tuple
     options: dict[str, Any]
+    tuples: dict[str, TupleShape] = field(default_factory=dict)  # the structure of each tuple parameter
 
 
 @dataclass
@@ -88,6 +90,7 @@ def config_id(config: LaunchConfig) -> int:
         config.kinds,
         tuple((k, _hashable(v)) for k, v in config.statics.items()),
         tuple(sorted((k, _hashable(v)) for k, v in config.options.items())),
+        tuple(config.tuples.items()),
     )
     with _registry.lock:
         cid = _registry.config_ids.get(key)
@@ -116,10 +119,14 @@ def _stable(value: Any) -> Any:
 
 def config_fingerprint(config: LaunchConfig) -> list:
     """What a launch configuration means, independent of this process's ids."""
-    return [
+    fingerprint = [
         config.kernel.fn.__module__ + "." + config.kernel.fn.__qualname__,
         cache_key(config.kernel),  # source and dependencies, as Triton hashes them
         list(config.kinds),
         sorted([k, _stable(v)] for k, v in config.statics.items()),
         sorted([k, _stable(v)] for k, v in config.options.items()),
     ]
+    # Only where there are tuples: other configurations keep their ids, disk-cache entries and serialized plans.
+    if config.tuples:
+        fingerprint.append(sorted([k, stable(shape)] for k, shape in config.tuples.items()))
+    return fingerprint

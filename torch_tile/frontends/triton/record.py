@@ -1,13 +1,15 @@
 """Records ``kernel[grid](...)`` in a traced op body as a plan launch step:
 each kernel parameter becomes a binding (a tensor slot, an expression, a
-constant, a descriptor), the grid three expressions, and the launch site's
-static part (constants, options) a launch configuration."""
+constant, a descriptor), a tuple parameter one binding per leaf (``tuples``),
+the grid three expressions, and the launch site's static part (constants,
+options, tuple structures) a launch configuration."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import torch
+import triton.language as tl
 from triton.runtime.jit import JITFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -16,6 +18,7 @@ from ..._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
 from ..._stand_ins import SymbolicFloat, TensorProxy
 from ..._trace_state import body_location
 from .kernels import LaunchConfig, config_id, kernel_id
+from .tuples import leaf_name, leaves, map_leaves, shape_of
 
 K = _plan.BindingKind
 
@@ -47,13 +50,18 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[_pla
         raise tracer.error(f"launch of {kernel.fn.__name__}: {e}") from None
     bound.apply_defaults()
 
-    kinds, statics, bindings = [], {}, []
+    kinds, statics, bindings, tuples = [], {}, [], {}
     for kp in kernel.params:
-        kind, binding, static = _bind(tracer, kernel, kp, bound.arguments[kp.name])
-        kinds.append(kind)
-        if kind in (K.STATIC, K.TENSORDESC):
-            statics[kp.name] = static
-        bindings.append(binding)
+        value = bound.arguments[kp.name]
+        if isinstance(value, tuple) and not kp.is_constexpr:  # one binding per leaf, depth first
+            tuples[kp.name] = shape_of(value)
+        for path, leaf in (leaves(value) if kp.name in tuples else [((), value)]):
+            name = leaf_name(kp.name, path)
+            kind, binding, static = _bind(tracer, kernel, kp, name, leaf, in_tuple=kp.name in tuples)
+            kinds.append(kind)
+            if kind in (K.STATIC, K.TENSORDESC):
+                statics[name] = static
+            bindings.append(binding)
 
     if callable(grid):
         grid = grid(dict(bound.arguments))
@@ -65,7 +73,7 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[_pla
             raise tracer.error(f"grid entries must be ints, got {g!r}")
         grid_exprs.append(_plan.expr(encode_int(g, tracer)))
 
-    config = LaunchConfig(kernel, tuple(int(k) for k in kinds), statics, options)
+    config = LaunchConfig(kernel, tuple(int(k) for k in kinds), statics, options, tuples)
     step = _plan.LaunchStep(kernel_id(kernel), config_id(config), grid_exprs, bindings, site)
     return step, dict(bound.arguments)
 
@@ -75,25 +83,45 @@ def _static() -> _plan.Binding:
     return _plan.Binding(K.STATIC)
 
 
-def _bind(tracer, kernel, kp, value) -> tuple[Any, _plan.Binding, Any]:
-    """(kind, binding, compile-time value for STATIC) of one parameter."""
-    spec = not kp.do_not_specialize
-    align = not kp.do_not_specialize_on_alignment
-    where = f"parameter '{kp.name}' of {kernel.fn.__name__}"
+def _compile_time(tracer, where: str, value: Any) -> Any:
+    """A tl.constexpr parameter's value (or a tl.constexpr leaf's) with the
+    symbolic values inside it specialised: guarded on their value, as Dynamo would."""
+    if isinstance(value, tuple):
+        return map_leaves(lambda item: _compile_time(tracer, where, item), value)
+    if isinstance(value, tl.constexpr):
+        inner = _compile_time(tracer, where, value.value)
+        return value if inner is value.value else tl.constexpr(inner)
+    if isinstance(value, SymbolicInt):
+        return bool(value.specialize()) if value.is_bool else value.specialize()
+    if isinstance(value, SymbolicFloat):
+        return value.specialize()
+    if isinstance(_descriptors.tensor_of(value), TensorProxy):
+        raise tracer.error(f"{where} is a compile-time constant but receives {value!r}")
+    return value
+
+
+def _bind(tracer, kernel, kp, name: str, value, in_tuple: bool) -> tuple[Any, _plan.Binding, Any]:
+    """(kind, binding, compile-time value for STATIC and TENSORDESC) of one
+    parameter, or of the leaf ``name`` of a tuple parameter (``in_tuple``)."""
+    # Triton's binder specialises a tuple's leaves with its default rules: the
+    # parameter's do_not_specialize(_on_alignment) does not reach them.
+    spec = in_tuple or not kp.do_not_specialize
+    align = in_tuple or not kp.do_not_specialize_on_alignment
+    where = f"parameter '{name}' of {kernel.fn.__name__}"
     if kp.is_constexpr:
         if isinstance(value, SymbolicInt) and value.is_bool:
             return K.STATIC, _static(), bool(value.specialize())  # constexpr bools stay bools (guarded)
         if isinstance(value, SymbolicInt):
             return K.CONSTEXPR, _plan.Binding(K.CONSTEXPR, expr=_plan.expr(value.encode())), None
-        if isinstance(value, SymbolicFloat):
-            return K.STATIC, _static(), value.specialize()  # a compile-time float: guarded on its value
         if isinstance(value, TensorProxy):
             raise tracer.error(f"{where} is tl.constexpr but receives {value!r}")
-        return K.STATIC, _static(), value
+        return K.STATIC, _static(), _compile_time(tracer, where, value)
+    if isinstance(value, tl.constexpr):  # a constant leaf (Triton folds it into the code)
+        return K.STATIC, _static(), _compile_time(tracer, where, value)
     if isinstance(value, TensorProxy):
         return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, specialize=spec, specialize_alignment=align), None
     if isinstance(value, TensorDescriptor):
-        binding, static = _descriptors.descriptor_binding(tracer, where, kp.name, value)
+        binding, static = _descriptors.descriptor_binding(tracer, where, name, value)
         return K.TENSORDESC, binding, static
     if isinstance(value, SymbolicInt):
         kind = K.BOOL if value.is_bool else K.INT
@@ -115,4 +143,6 @@ def _bind(tracer, kernel, kp, value) -> tuple[Any, _plan.Binding, Any]:
         return K.STATIC, _static(), None
     if isinstance(value, torch.Tensor):
         raise tracer.error(f"{where} receives a tensor the op did not take or allocate")
+    if isinstance(value, list):
+        raise tracer.error(f"{where} receives a list {value!r}; Triton takes tuples (pass tuple(...))")
     raise tracer.error(f"{where} receives an unsupported value {value!r} ({type(value).__name__})")

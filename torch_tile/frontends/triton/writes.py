@@ -33,10 +33,12 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from ..._descriptors import check_block_shape, representative, tensor_of
 from ..._stand_ins import TensorProxy, concrete
 from .compile import Pointer, kernel_ttir
+from .tuples import at, leaf_name, map_leaves
 
 # Part of the disk-cache key of an analysis: a new version ignores entries
-# written by an older analysis (the one before 2 could store a racy guess).
-ANALYSIS_VERSION = 2
+# written by an older analysis (the one before 2 could store a racy guess;
+# before 3, entries held parameter names, not leaf paths).
+ANALYSIS_VERSION = 3
 
 CAPABILITY_WITHOUT_GPU = 90  # what tile ops compile for on a machine without one
 
@@ -57,7 +59,7 @@ def analysis_capability() -> int:
     return CAPABILITY_WITHOUT_GPU
 
 
-def _representative(value: Any) -> Any:
+def _representative_leaf(value: Any) -> Any:
     """An argument Triton's binder specialises as the traced one: a pointer
     stand-in for a tensor (only dtype and aligned address matter; no tensor is
     made, which under a fake mode would be a fake one), a descriptor over one
@@ -71,21 +73,33 @@ def _representative(value: Any) -> Any:
     return concrete(value)
 
 
-def _ttir_arguments(signature: dict, arguments: dict[str, Any]) -> list[str]:
-    """The kernel parameter behind each argument of the TTIR function:
-    parameters specialised to constants are folded in; a tensor descriptor is
-    the descriptor, then its shape and strides (rank each), as Triton lays it out."""
-    names = []
-    for name, ty in signature.items():
+def _ttir_arguments(signature: dict, arguments: dict[str, Any]) -> list[tuple[str, Optional[tuple]]]:
+    """The kernel parameter leaf behind each argument of the TTIR function, as
+    (name, leaf path): parameters and tuple leaves specialised to constants are
+    folded in; a tuple's other leaves come depth first; a tensor descriptor is
+    the descriptor, then its shape and strides (rank each; path None), as Triton
+    lays them out."""
+    out: list[tuple[str, Optional[tuple]]] = []
+
+    def visit(ty: Any, path: tuple, value: Any) -> None:
+        if isinstance(ty, tuple):
+            for k, item in enumerate(ty):
+                visit(item, (*path, k), value[k])
+            return
         if ty == "constexpr":
-            continue
+            return
         if not isinstance(ty, str):
-            raise NotAnalysable(f"parameter '{name}' has type {ty!r}")  # tuples
-        names.append(name)
+            raise NotAnalysable(f"parameter '{leaf_name(path[0], path[1:])}' has type {ty!r}")
+        name = leaf_name(path[0], path[1:])
+        out.append((name, path))
         if ty.startswith("tensordesc"):
-            rank = len(arguments[name].block_shape)
-            names += [f"{name} (shape {i})" for i in range(rank)] + [f"{name} (stride {i})" for i in range(rank)]
-    return names
+            rank = len(value.block_shape)
+            out.extend([(f"{name} (shape {i})", None) for i in range(rank)] +
+                       [(f"{name} (stride {i})", None) for i in range(rank)])
+
+    for name, ty in signature.items():
+        visit(ty, (name,), arguments[name])
+    return out
 
 
 def _has_impure_inline_asm(functions: dict) -> bool:
@@ -124,17 +138,21 @@ def _written_ttir_arguments(module, kernel, names: list[str], tensors: frozenset
         return {name for name, written in zip(names, mutated) if written}
 
 
-def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[str]]:
-    """Names of the kernel's tensor parameters that it stores to (or updates
-    atomically), for these bound arguments (the tracer's stand-ins); None when
-    the kernel is not analysable (``NotAnalysable``). Other failures raise."""
-    is_tensor = {name: isinstance(tensor_of(v), TensorProxy) for name, v in arguments.items()}
+def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[tuple]]:
+    """The tensors the kernel stores to (or updates atomically), for these
+    bound arguments (the tracer's stand-ins), as leaf paths: ``(name,)`` for a
+    tensor parameter, ``(name, i, j...)`` for a tensor inside a tuple parameter
+    (``tuples.at`` reads it back); None when the kernel is not analysable
+    (``NotAnalysable``). Other failures raise."""
     try:
-        args = [_representative(arguments[p.name]) for p in kernel.params]
+        args = [map_leaves(_representative_leaf, arguments[p.name]) for p in kernel.params]
         module, signature = kernel_ttir(kernel, args, analysis_capability())
-        names = _ttir_arguments(signature, arguments)
-        tensors = frozenset(i for i, name in enumerate(names) if is_tensor.get(name, False))
+        leaves = _ttir_arguments(signature, arguments)
+        names = [name for name, _ in leaves]
+        is_tensor = {name: path is not None and isinstance(tensor_of(at(arguments, path)), TensorProxy)
+                     for name, path in leaves}
+        tensors = frozenset(i for i, name in enumerate(names) if is_tensor[name])
         written = _written_ttir_arguments(module, kernel, names, tensors)
     except NotAnalysable:
         return None
-    return frozenset(name for name in written if is_tensor.get(name, False))
+    return frozenset(path for name, path in leaves if name in written and is_tensor[name])
