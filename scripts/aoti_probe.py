@@ -1,6 +1,6 @@
 """Why does AOTInductor's package loader crash on the GPU machine? (issue 13, item 4)
 
-    python scripts/aoti_probe.py OUT_DIR
+    python scripts/aoti_probe.py OUT_DIR [ATTEMPT ...]   (default: every attempt)
 
 Prints, for the record: the compiler, the libstdc++ files the Python process
 maps after `import torch` (and their newest GLIBCXX version), then compiles a
@@ -95,7 +95,11 @@ def attempt(name: str, tile: bool, env_extra: dict) -> None:
 
 
 system_libstdcxx = sh("readlink -f $(g++ -print-file-name=libstdc++.so.6)")
-attempt("plain", False, {})
-attempt("plain_preload_system_libstdcxx", False, {"LD_PRELOAD": system_libstdcxx})
-attempt("tile", True, {})
-attempt("tile_preload_system_libstdcxx", True, {"LD_PRELOAD": system_libstdcxx})
+ATTEMPTS = {  # name: (a tile op in the model, environment)
+    "plain": (False, {}),
+    "plain_preload_system_libstdcxx": (False, {"LD_PRELOAD": system_libstdcxx}),
+    "tile": (True, {}),
+    "tile_preload_system_libstdcxx": (True, {"LD_PRELOAD": system_libstdcxx}),
+}
+for name in sys.argv[2:] or ATTEMPTS:
+    attempt(name, *ATTEMPTS[name])

@@ -8,12 +8,23 @@ import tempfile
 
 import pytest
 import torch
+import triton
 
 # Test subprocesses that import test modules (and so this file) keep the cache
 # directory their test gave them.
 if not os.environ.get("TORCH_TILE_TEST_SUBPROCESS"):
     os.environ["TORCH_TILE_CACHE_DIR"] = tempfile.mkdtemp(prefix="torch_tile_test_cache_")
     atexit.register(shutil.rmtree, os.environ["TORCH_TILE_CACHE_DIR"], ignore_errors=True)
+
+@pytest.fixture(scope="module")
+def fresh_triton_cache(tmp_path_factory):
+    """Triton's own cache out of the way, so that both torch_tile and Triton really compile (tests comparing
+    their binaries): use with ``pytestmark = pytest.mark.usefixtures("fresh_triton_cache")``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(triton.knobs.cache, "dir", str(tmp_path_factory.mktemp("triton_cache")))
+        mp.setattr(triton.knobs.compilation, "always_compile", True)
+        yield
+
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 requires_two_gpus = pytest.mark.skipif(

@@ -24,12 +24,7 @@ NS = "tt_cpu_compile"
 ELF_MAGIC = b"\x7fELF"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fresh_triton_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(triton.knobs.cache, "dir", str(tmp_path_factory.mktemp("triton_cache")))
-        mp.setattr(triton.knobs.compilation, "always_compile", True)
-        yield
+pytestmark = pytest.mark.usefixtures("fresh_triton_cache")  # both sides really compile
 
 
 # -- helpers: the variant torch_tile compiles, and the one Triton's JIT would ---------------------------

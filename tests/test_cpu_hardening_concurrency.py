@@ -236,7 +236,7 @@ def trace_finds_the_undeclared_write(op) -> None:
 def test_undeclared_writes_are_still_found_in_32_threads(cache):
     writes_x = undeclared_write_op()
     run_at_once(lambda i: trace_finds_the_undeclared_write(writes_x))
-    assert list(writes_x._written.values()) == [frozenset({"out_ptr"})]
+    assert list(writes_x._written.values()) == [frozenset({("out_ptr",)})]
 
 
 # -- Python source parsed one thread at a time --------------------------------------------------------
@@ -276,7 +276,7 @@ def racy_ast_parse(monkeypatch):
 def test_undeclared_writes_are_found_when_python_parsing_is_not_thread_safe(cache, racy_ast_parse):
     writes_x = undeclared_write_op()
     run_at_once(lambda i: trace_finds_the_undeclared_write(writes_x), threads=8)
-    assert list(writes_x._written.values()) == [frozenset({"out_ptr"})]
+    assert list(writes_x._written.values()) == [frozenset({("out_ptr",)})]
 
 
 def test_new_kernels_are_traced_in_threads_when_python_parsing_is_not_thread_safe(cache, racy_ast_parse):
@@ -309,8 +309,8 @@ def test_an_analysis_that_raises_is_reported_retried_and_never_remembered(cache,
         writes_x.trace(torch.randn(10), torch.randn(10))  # the declaration is trusted, for this trace only
     assert writes_x._written == {} and _analysis_entries(cache) == []
     trace_finds_the_undeclared_write(writes_x)  # analysed again
-    assert len(calls) == 2 and list(writes_x._written.values()) == [frozenset({"out_ptr"})]
-    assert [meta["written"] for meta in _analysis_entries(cache)] == [["out_ptr"]]
+    assert len(calls) == 2 and list(writes_x._written.values()) == [frozenset({("out_ptr",)})]
+    assert [meta["written"] for meta in _analysis_entries(cache)] == [[["out_ptr"]]]  # leaf paths
 
 
 # -- the interpreter next to the code generator ------------------------------------------------------

@@ -44,13 +44,7 @@ NS = "tt_cpu_tuple_params"
 K = BindingKind
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fresh_triton_cache(tmp_path_factory):
-    # Both sides really compile (as test_cpu_compile.py).
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(triton.knobs.cache, "dir", str(tmp_path_factory.mktemp("triton_cache")))
-        mp.setattr(triton.knobs.compilation, "always_compile", True)
-        yield
+pytestmark = pytest.mark.usefixtures("fresh_triton_cache")  # both sides really compile
 
 
 @pytest.fixture(autouse=True)

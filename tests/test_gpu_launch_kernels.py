@@ -24,11 +24,12 @@ from torch_tile.frontends.triton.compile import _compile_callback
 
 import launch_kernel_ops as L
 from conftest import requires_cuda
+from triton_reference import device_capability
 
 pytestmark = requires_cuda
 
 requires_sm90 = pytest.mark.skipif(
-    not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
+    not torch.cuda.is_available() or torch.cuda.get_devicedevice_capability() < (9, 0),
     reason="programmatic dependent launch and CTA clusters need sm_90+",
 )
 
@@ -40,17 +41,12 @@ def _seed():
     torch.manual_seed(0)
 
 
-def _capability() -> int:
-    major, minor = torch.cuda.get_device_capability()
-    return major * 10 + minor
-
-
 def _entries(op, *args) -> tuple[dict, list]:
     """The op's plan for ``args`` and, per launch, the launch metadata of the variant the C++
     launcher runs for them (from the disk cache the launcher filled, or compiled again)."""
     plan = op.trace(*args)
     keys = tt._C.testing.specialization_keys(plan, args)
-    return plan, [_compile_callback(step.kernel, words, _capability())
+    return plan, [_compile_callback(step.kernel, words, device_capability())
                   for step, words in zip(plan.launches, keys)]
 
 

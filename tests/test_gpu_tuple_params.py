@@ -22,11 +22,12 @@ from torch_tile.frontends.triton import autotune
 
 import tuple_param_ops as T
 from conftest import requires_cuda
+from triton_reference import device_capability
 
 pytestmark = requires_cuda
 
 requires_sm90 = pytest.mark.skipif(
-    not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
+    not torch.cuda.is_available() or torch.cuda.get_devicedevice_capability() < (9, 0),
     reason="tensor descriptors (TMA) need sm_90+",
 )
 
@@ -38,16 +39,11 @@ def _seed():
     torch.manual_seed(0)
 
 
-def _capability() -> int:
-    major, minor = torch.cuda.get_device_capability()
-    return major * 10 + minor
-
-
 def _variant_cubin(op, args) -> bytes:
     """The cubin of the variant the native path launches for op(*args) (its only launch)."""
     plan = op.trace(*args)
     words = tt._C.testing.specialization_keys(plan, tuple(args))[0]
-    compiled, _ = tt.compile_variant(plan.launches[0].kernel, words, _capability())
+    compiled, _ = tt.compile_variant(plan.launches[0].kernel, words, device_capability())
     return compiled.asm["cubin"]
 
 

@@ -3,6 +3,7 @@ torch_tile against: the launches a body makes on real arguments, and what
 JITFunction.run derives from them for an sm_90 device."""
 
 import pytest
+import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
@@ -11,6 +12,12 @@ from triton.runtime.jit import JITFunction, create_function_from_signature
 CAPABILITY = 90
 TARGET = GPUTarget("cuda", CAPABILITY, 32)
 BACKEND = make_backend(TARGET)
+
+
+def device_capability() -> int:
+    """The current CUDA device's architecture as Triton names it (90 for sm_90)."""
+    major, minor = torch.cuda.get_device_capability()
+    return major * 10 + minor
 
 
 def capture_launches(op, args):

@@ -13,6 +13,7 @@
 #include "../runtime/kernel_registry.h"
 #include "../torch/error_translation.h"
 #include "../torch/native_op.h"
+#include "plan_bindings.h"
 
 namespace py = pybind11;
 
@@ -97,16 +98,9 @@ py::dict read_bundle(const py::bytes& data) {
     out["producer"] = bundle.producer;
     py::list ops;
     for (const std::string& bytes : bundle.ops) {
-      const OpPlans op = deserialize_plans(bytes, [](const KernelRef& ref) {
+      ops.append(op_plans_to_python(deserialize_plans(bytes, [](const KernelRef& ref) {
         return std::make_shared<KernelCache>(ref.id, ref.name, ref.frontend, nullptr);
-      });
-      py::dict d;
-      d["qualname"] = op.qualname;
-      d["schema"] = op.schema;
-      d["arg_kinds"] = op.arg_kinds;
-      d["num_returns"] = op.num_returns;
-      d["plans"] = op.plans;
-      ops.append(d);
+      })));
     }
     out["ops"] = ops;
     py::list variants;

@@ -100,16 +100,7 @@ OpPlans read_plans(const std::string& bytes) {
       [&] { return deserialize_plans(bytes, [](const KernelRef& ref) { return find_kernel_cache(ref.id); }); });
 }
 
-py::dict plans_from_bytes(const py::bytes& data) {
-  const OpPlans op = read_plans(std::string(data));
-  py::dict d;
-  d["qualname"] = op.qualname;
-  d["schema"] = op.schema;
-  d["arg_kinds"] = op.arg_kinds;
-  d["num_returns"] = op.num_returns;
-  d["plans"] = op.plans;
-  return d;
-}
+py::dict plans_from_bytes(const py::bytes& data) { return op_plans_to_python(read_plans(std::string(data))); }
 
 int install_plans(const std::string& qualname, const py::bytes& data) {
   const std::shared_ptr<NativeOp> op = op_named(qualname);

@@ -331,6 +331,16 @@ void bind_structures(py::module_& m) {
 
 }  // namespace
 
+py::dict op_plans_to_python(const OpPlans& op) {
+  py::dict d;
+  d["qualname"] = op.qualname;
+  d["schema"] = op.schema;
+  d["arg_kinds"] = op.arg_kinds;
+  d["num_returns"] = op.num_returns;
+  d["plans"] = op.plans;
+  return d;
+}
+
 void bind_plan_format(py::module_& m) {
   bind_kinds(m);
   bind_structures(m);
