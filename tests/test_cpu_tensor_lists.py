@@ -11,6 +11,7 @@ import torch
 
 import torch_tile as tt
 from torch_tile import _C
+from torch_tile import _plan
 from torch_tile._plan import ArgKind, AtenArgKind, StepKind
 
 import tensor_list_ops as L
@@ -101,9 +102,9 @@ def test_list_arguments_are_checked_like_tensor_arguments():
 def test_a_list_item_that_requires_grad_is_refused_not_silently_undifferentiated():
     x = torch.randn(4, requires_grad=True)
     with pytest.raises(NotImplementedError, match="argument 'xs' .* holds a tensor that requires grad"):
-        L.scale_each([x], 2.0)
+        L.sum_all([x, x.detach()])
     with torch.no_grad():  # no gradient needed: runs
-        torch.testing.assert_close(L.scale_each([x], 2.0)[0], x.detach() * 2.0)
+        torch.testing.assert_close(L.sum_all([x, x], 0.5), x.detach())
 
 
 def test_a_written_argument_overlapping_a_list_item_is_refused():
@@ -132,3 +133,31 @@ def test_a_body_returning_a_tensor_for_a_list_return_is_refused():
 
     with pytest.raises(tt.TraceError, match="the schema returns Tensor\\[\\]; the body returned"):
         not_a_list.trace(torch.randn(4))
+
+
+def test_a_list_return_is_not_differentiated_silently():
+    x = torch.randn(4, 5, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="tt_lists::split_scale returns list\\[Tensor\\], and tile ops do not "
+                                                  "differentiate through list returns"):
+        L.split_scale(x, 2)
+    with pytest.raises(RuntimeError, match="register_autograd: the op returns list\\[Tensor\\]"):
+        L.split_scale.register_autograd(lambda ctx, grads: (None, None))
+    with torch.no_grad():
+        assert len(L.split_scale(x, 2)) == 2
+
+
+def test_plans_that_do_not_guard_each_list_length_are_refused():
+    xs, alpha = L.case_args("cat_flat", "cpu")
+    plan = L.cat_flat.trace(xs, alpha)
+    unguarded = [g for g in plan.guards if g.text != "len(xs) == 3"]
+    assert len(unguarded) == len(plan.guards) - 1
+    bad = _plan.LaunchPlan(plan.tensor_guards, unguarded, 0, plan.allocs, plan.launches, plan.outputs,
+                           views=plan.views, aten_steps=plan.aten_steps, order=plan.order,
+                           num_list_tensors=plan.num_list_tensors)
+    with pytest.raises(ValueError, match="tt_lists::cat_flat: a plan does not guard the length of list argument 'xs'"):
+        L.cat_flat.load_plans(L.cat_flat.export_plans([bad]))
+    miscounted = _plan.LaunchPlan(plan.tensor_guards, plan.guards, 0, plan.allocs, plan.launches, plan.outputs,
+                                  views=plan.views, aten_steps=plan.aten_steps, order=plan.order,
+                                  num_list_tensors=4)
+    with pytest.raises(ValueError, match="list lengths add up to 3 tensors, not 4"):
+        L.cat_flat.load_plans(L.cat_flat.export_plans([miscounted]))

@@ -132,6 +132,9 @@ class TileOp:
                 f"{self.qualname}.register_autograd: the op mutates "
                 f"{', '.join(self.arg_names[i] for i in self.mutated_args)}; as with torch.library, autograd "
                 "is supported for functional ops only (return a new tensor instead)")
+        if self.returns_list:
+            raise RuntimeError(f"{self.qualname}.register_autograd: the op returns list[Tensor], through which tile "
+                               "ops do not differentiate; return a tuple of tensors instead")
         if not callable(backward) or (setup_context is not None and not callable(setup_context)):
             raise TypeError(f"{self.qualname}.register_autograd: backward and setup_context must be callables")
         _C.set_backward(self.qualname, _autograd_apply(self, backward, setup_context))
@@ -245,6 +248,8 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
     """The callable the op's C++ Autograd kernel runs for calls that need a
     gradient: the op under a ``torch.autograd.Function`` with ``backward``
     (None: a backward that raises, naming the op)."""
+    if op.returns_list:
+        return _refusing_gradients_of_list_returns(op)
     num_args = len(op.arg_names)
     mutated = op.mutated_args
 
@@ -297,6 +302,17 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
         return result[0] if num_outs == 1 else result[:num_outs]
 
     return apply_and_drop_written
+
+
+def _refusing_gradients_of_list_returns(op: TileOp) -> Callable:
+    """autograd.Function does not track tensors returned inside a list: a
+    call that needs a gradient is refused rather than silently cut off."""
+    def refuse(*args):
+        raise NotImplementedError(
+            f"{op.qualname} returns list[Tensor], and tile ops do not differentiate through list returns: call it "
+            "on tensors that do not require grad (torch.no_grad()), or return a tuple of tensors")
+
+    return refuse
 
 
 def _refusing_list_gradients(op: TileOp, lists: list[int], apply: Callable) -> Callable:

@@ -133,8 +133,14 @@ py::list variant_keys(const std::string& qualname, const py::tuple& args, const 
   const std::shared_ptr<NativeOp> op = op_named(qualname);
   const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
   torch::jit::Stack stack = torch::jit::createStackForSchema(handle.schema(), args, kwargs, std::nullopt);
+  std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> keys;
+  {
+    // A miss takes the op's trace mutex; its holder may be waiting for the GIL (the tracer takes it back).
+    py::gil_scoped_release no_gil;
+    keys = op->variant_keys(stack);
+  }
   py::list out;
-  for (const auto& [kernel, key] : op->variant_keys(stack)) out.append(py::make_tuple(kernel->id(), key));
+  for (const auto& [kernel, key] : keys) out.append(py::make_tuple(kernel->id(), key));
   return out;
 }
 
@@ -145,10 +151,23 @@ void bind_bundles(py::module_& m) {
         py::arg("producer"), "A bundle's bytes: the ops' plans and their kernels' variants (see torch_tile.bundle).");
   m.def("read_bundle", &read_bundle, py::arg("data"),
         "A bundle's contents (ValueError if corrupt, truncated or of another version); registers nothing.");
-  m.def("load_bundle", [](const std::string& path) { return summary(load_bundle(path)); }, py::arg("path"),
-        "torch_tile::load_bundle: registers the bundle's ops and variants in this process.");
-  m.def("load_bundle_bytes", [](const py::bytes& data) { return summary(load_bundle_bytes(std::string(data))); },
-        py::arg("data"), "torch_tile::load_bundle_bytes.");
+  // Loading takes ops' trace mutexes, which a thread tracing holds while it waits for the GIL: released here.
+  m.def("load_bundle", [](const std::string& path) {
+        LoadedBundle loaded;
+        {
+          py::gil_scoped_release no_gil;
+          loaded = load_bundle(path);
+        }
+        return summary(loaded);
+      }, py::arg("path"), "torch_tile::load_bundle: registers the bundle's ops and variants in this process.");
+  m.def("load_bundle_bytes", [](const std::string& data) {
+        LoadedBundle loaded;
+        {
+          py::gil_scoped_release no_gil;
+          loaded = load_bundle_bytes(data);
+        }
+        return summary(loaded);
+      }, py::arg("data"), "torch_tile::load_bundle_bytes.");
   m.def("variant_keys", &variant_keys, py::arg("qualname"), py::arg("args"), py::arg("kwargs"),
         "(kernel id, key words) of each launch a call with these arguments (CPU tensors allowed) makes.");
 }

@@ -170,7 +170,14 @@ PyObject* fast_call(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf,
     const c10::List<at::Tensor> outputs = std::move(stack[0]).toTensorList();
     PyObject* list = PyList_New(Py_ssize_t(outputs.size()));
     if (list == nullptr) return nullptr;
-    for (size_t i = 0; i < outputs.size(); ++i) PyList_SET_ITEM(list, Py_ssize_t(i), THPVariable_Wrap(outputs.get(i)));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      PyObject* item = THPVariable_Wrap(outputs.get(i));
+      if (item == nullptr) {
+        Py_DECREF(list);
+        return nullptr;
+      }
+      PyList_SET_ITEM(list, Py_ssize_t(i), item);
+    }
     return list;
   }
   if (c.num_returns == 1) return THPVariable_Wrap(std::move(stack[0]).toTensor());

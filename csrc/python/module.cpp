@@ -105,6 +105,8 @@ py::dict plans_from_bytes(const py::bytes& data) { return op_plans_to_python(rea
 int install_plans(const std::string& qualname, const py::bytes& data) {
   const std::shared_ptr<NativeOp> op = op_named(qualname);
   const OpPlans plans = read_plans(std::string(data));
+  // The op's trace mutex may be held by a thread that waits for the GIL (a first call tracing).
+  py::gil_scoped_release no_gil;
   return translating_errors([&] { return op->install_plans(plans); });
 }
 

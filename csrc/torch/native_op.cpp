@@ -182,7 +182,7 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   counters().traces.fetch_add(1, std::memory_order_relaxed);
   plan->validate(qualname_, int(arg_kinds_.size()));
   resolve_aten_steps(qualname_, *plan);
-  check_outputs(*plan);
+  check_signature(*plan);
   if (!plan_matches(*plan, args)) {
     fail(ErrorKind::Runtime, qualname_ + ": the traced plan's guards do not hold for the call that traced it");
   }
@@ -262,6 +262,8 @@ std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> Nati
         break;
       }
     }
+    c10::OptionalDeviceGuard device_guard;  // the plan's allocations and ATen steps go to the arguments' device
+    if (device.is_cuda()) device_guard.reset_device(device);
     TorchLaunchHost host(args, in, device);
     run_plan(plan, args, host, qualname_.c_str(), nullptr, &collected);
   } catch (const Error& e) {
@@ -270,10 +272,39 @@ std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> Nati
   return std::move(collected.keys);
 }
 
-void NativeOp::check_outputs(const LaunchPlan& plan) const {
-  if (returns_list_ || int(plan.outputs.size()) == num_returns_) return;
-  fail(ErrorKind::Value, qualname_ + ": a plan returns " + std::to_string(plan.outputs.size()) +
-                             " tensors; the schema declares " + std::to_string(num_returns_));
+void NativeOp::check_signature(const LaunchPlan& plan) const {
+  if (!returns_list_ && int(plan.outputs.size()) != num_returns_) {
+    fail(ErrorKind::Value, qualname_ + ": a plan returns " + std::to_string(plan.outputs.size()) +
+                               " tensors; the schema declares " + std::to_string(num_returns_));
+  }
+  // Each Tensor[] argument's length must be guarded (`len(xs) == n`), and the lengths must add up to the
+  // plan's list slots: otherwise a call with the same total but other lists would read the wrong tensors.
+  int64_t listed = 0;
+  for (size_t i = 0; i < arg_kinds_.size(); ++i) {
+    if (arg_kinds_[i] != ArgKind::TensorList) continue;
+    bool guarded = false;
+    for (const Expr& g : plan.guards) {
+      const std::vector<int64_t>& c = g.code;
+      if (c.size() == 5 && c[0] == int64_t(ExprOp::ListLen) && c[1] == int64_t(i) && c[2] == int64_t(ExprOp::Const) &&
+          c[4] == int64_t(ExprOp::Eq) && c[3] >= 0) {
+        listed += c[3];
+        guarded = true;
+        break;
+      }
+    }
+    if (!guarded) {
+      fail(ErrorKind::Value, qualname_ + ": a plan does not guard the length of list argument '" + arg_names_[i] + "'");
+    }
+  }
+  if (listed != plan.num_list_tensors) {
+    fail(ErrorKind::Value, qualname_ + ": a plan's list lengths add up to " + std::to_string(listed) + " tensors, not " +
+                               std::to_string(plan.num_list_tensors));
+  }
+  for (const TensorGuard& g : plan.tensor_guards) {
+    if (g.arg >= plan.first_made(int(arg_kinds_.size()))) {
+      fail(ErrorKind::Value, qualname_ + ": a plan guards tensor slot " + std::to_string(g.arg) + ", which no input holds");
+    }
+  }
 }
 
 OpPlans NativeOp::export_plans() const {
@@ -295,7 +326,7 @@ int NativeOp::install_plans(const OpPlans& in) {
   if (in.arg_kinds != arg_kinds_ || in.num_returns != num_returns_) refuse("signature", in.schema, schema_);
   for (const LaunchPlan& p : in.plans) {
     p.validate(qualname_, int(arg_kinds_.size()));
-    check_outputs(p);
+    check_signature(p);
   }
   std::lock_guard<std::mutex> lock(plans_.trace_mutex());
   for (const LaunchPlan& p : in.plans) {

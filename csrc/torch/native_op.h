@@ -77,8 +77,9 @@ class NativeOp {
   TensorArg read_tensor(const at::Tensor& t, size_t i, int64_t index, CallArgs& args, FirstTensor& first,
                         bool any_device) const;
   const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
-  // Refuses a plan whose outputs the schema's returns cannot hold.
-  void check_outputs(const LaunchPlan& plan) const;
+  // Refuses a plan that does not fit the op's signature: outputs the schema's
+  // returns cannot hold, unguarded list lengths, tensor guards past the inputs.
+  void check_signature(const LaunchPlan& plan) const;
 
   const std::string qualname_;
   const std::vector<ArgKind> arg_kinds_;

@@ -98,8 +98,8 @@ def export_bundle(ops: OpsLike, path: Union[str, os.PathLike], *,
             raise ValueError(f"export_bundle: examples for {key!r}, which is not among the exported ops")
         for call in calls:
             call = tuple(call)
-            kwargs = call[-1] if call and isinstance(call[-1], dict) else {}
-            args = call[:-1] if kwargs else call
+            has_kwargs = bool(call) and isinstance(call[-1], dict)
+            args, kwargs = (call[:-1], call[-1]) if has_kwargs else (call, {})
             wanted += [(kid, list(words)) for kid, words in _C.variant_keys(op.qualname, args, kwargs)]
     seen = _seen_variants(resolved)
     caps = sorted(set(capabilities)) if capabilities else sorted({cap for _, _, cap in seen}) or (

@@ -31,7 +31,9 @@ def _format(summary: dict) -> str:
 
 
 def _import_attribute(spec: str) -> Callable:
-    module, _, attr = spec.partition(":")
+    module, colon, attr = spec.partition(":")
+    if not colon or not module or not attr:
+        raise SystemExit(f"--examples must be module:function, got {spec!r}")
     return getattr(importlib.import_module(module), attr)
 
 
@@ -50,9 +52,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sub.add_parser(name, help=f"{name} a bundle").add_argument("path")
     args = parser.parse_args(argv)
     if args.command == "export":
+        before = set(registered_ops())
         for module in args.module:
             importlib.import_module(module)
-        ops = args.ops or sorted(q for q, op in registered_ops().items() if op.fn.__module__ in args.module)
+        # The ops the modules (and their submodules) define, also when imported before.
+        ops = args.ops or sorted(q for q, op in registered_ops().items() if q not in before or any(
+            op.fn.__module__ == m or op.fn.__module__.startswith(m + ".") for m in args.module))
         if not ops:
             parser.error(f"no tile op is defined in {', '.join(args.module)}")
         examples = _import_attribute(args.examples)() if args.examples else None
