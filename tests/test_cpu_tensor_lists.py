@@ -161,3 +161,17 @@ def test_plans_that_do_not_guard_each_list_length_are_refused():
                                   num_list_tensors=4)
     with pytest.raises(ValueError, match="list lengths add up to 3 tensors, not 4"):
         L.cat_flat.load_plans(L.cat_flat.export_plans([miscounted]))
+
+
+def test_plans_whose_expressions_read_an_argument_against_its_kind_are_refused():
+    xs, alpha = L.case_args("cat_flat", "cpu")
+    plan = L.cat_flat.trace(xs, alpha)
+    Op = _plan.ExprOp
+    # `len(alpha)`: a float read as a list (its list fields hold nothing for a float).
+    wrong = _plan.Expr([int(Op.LIST_LEN), 1, int(Op.CONST), 3, int(Op.EQ)], "len(alpha) == 3")
+    bad = _plan.LaunchPlan(plan.tensor_guards, [*plan.guards, wrong], 0, plan.allocs, plan.launches, plan.outputs,
+                           views=plan.views, aten_steps=plan.aten_steps, order=plan.order,
+                           num_list_tensors=plan.num_list_tensors)
+    with pytest.raises(ValueError, match="tt_lists::cat_flat: launch plan has an expression `len\\(alpha\\) == 3` "
+                                         "reading argument 1 as its kind does not allow"):
+        L.cat_flat.load_plans(L.cat_flat.export_plans([bad]))

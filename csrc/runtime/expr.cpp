@@ -85,6 +85,18 @@ int64_t next_pow2(const Expr& e, int64_t n) {
 
 }  // namespace
 
+int64_t Expr::operands_at(size_t pc) const {
+  return operand_count(ExprOp(code[pc]), code.data() + pc, code.data() + code.size());
+}
+
+bool Expr::reads_argument(ExprOp op) {
+  switch (op) {
+    case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::StrEq: case ExprOp::FloatBits: case ExprOp::ListLen:
+    case ExprOp::ListItem: return true;
+    default: return false;
+  }
+}
+
 void Expr::validate() const {
   int depth = 0;
   size_t pc = 0;

@@ -62,7 +62,22 @@ struct Expr {
 
   // Checks the bytecode's shape once, at plan construction.
   void validate() const;
+  // Calls read(op, argument) for each operation that reads an op argument
+  // by index (Scalar, IsNone, StrEq, FloatBits, ListLen, ListItem); the
+  // expression must be valid.
+  template <class Read>
+  void for_each_argument_read(Read read) const {
+    for (size_t pc = 0; pc < code.size(); pc += 1 + size_t(operands_at(pc))) {
+      const ExprOp op = ExprOp(code[pc]);
+      if (reads_argument(op)) read(op, code[pc + 1]);
+    }
+  }
+
   int64_t evaluate(const EvalContext& ctx) const;
+
+ private:
+  int64_t operands_at(size_t pc) const;
+  static bool reads_argument(ExprOp op);
 };
 
 }  // namespace torch_tile

@@ -66,6 +66,62 @@ void validate_aten(const std::string& op, const AtenStep& a, int slot, int num_a
 
 }  // namespace
 
+void LaunchPlan::check_argument_kinds(const std::string& op, const std::vector<ArgKind>& kinds) const {
+  // A plan that does not fit the op it is given to: a bad input (ValueError), as a foreign plan is.
+  auto refuse = [&](const std::string& what) {
+    fail(ErrorKind::Value, op + ": launch plan " + what);
+  };
+  auto check = [&](const Expr& e) {
+    e.for_each_argument_read([&](ExprOp read, int64_t arg) {
+      if (arg < 0 || size_t(arg) >= kinds.size()) refuse("has an expression reading a bad argument");
+      const ArgKind kind = kinds[size_t(arg)];
+      const ArgKind value = value_kind(kind);
+      bool ok = false;
+      switch (read) {
+        case ExprOp::Scalar: ok = value == ArgKind::Int || value == ArgKind::Bool || value == ArgKind::Dtype; break;
+        case ExprOp::IsNone: ok = is_optional(kind); break;
+        case ExprOp::StrEq: ok = value == ArgKind::String; break;
+        case ExprOp::FloatBits: ok = value == ArgKind::Float; break;
+        case ExprOp::ListLen: ok = kind == ArgKind::IntList || kind == ArgKind::TensorList; break;
+        case ExprOp::ListItem: ok = kind == ArgKind::IntList; break;
+        default: break;
+      }
+      if (!ok) refuse("has an expression `" + e.text + "` reading argument " + std::to_string(arg) +
+                                " as its kind does not allow");
+    });
+  };
+  for (const Expr& g : guards) check(g);
+  for (const AllocStep& a : allocs) for (const Expr& e : a.shape) check(e);
+  for (const ViewStep& v : views) {
+    for (const Expr& e : v.sizes) check(e);
+    for (const Expr& e : v.strides) check(e);
+    check(v.offset);
+  }
+  auto float_argument = [&](int32_t arg, const char* what) {
+    if (arg >= 0 && (size_t(arg) >= kinds.size() || value_kind(kinds[size_t(arg)]) != ArgKind::Float)) {
+      refuse(std::string("has ") + what + " reading argument " + std::to_string(arg) + ", which is no float");
+    }
+  };
+  for (const AtenStep& a : aten_steps) {
+    for (const AtenArg& arg : a.args) {
+      for (const Expr& e : arg.ints) check(e);
+      const bool reads_float = arg.kind == AtenArg::Kind::Float ||
+                               ((arg.kind == AtenArg::Kind::Scalar || arg.kind == AtenArg::Kind::WrappedScalar) &&
+                                arg.ints.empty());
+      if (reads_float && !arg.slots.empty()) float_argument(arg.slots[0], "an ATen float argument");
+    }
+  }
+  for (const LaunchStep& l : launches) {
+    for (const Expr& g : l.grid) check(g);
+    for (const Binding& b : l.bindings) {
+      if (b.kind == BindingKind::Int || b.kind == BindingKind::Bool || b.kind == BindingKind::Constexpr) check(b.expr);
+      if (b.kind == BindingKind::Float) float_argument(b.slot, "a float binding");
+      for (const Expr& e : b.desc.shape) check(e);
+      for (const Expr& e : b.desc.strides) check(e);
+    }
+  }
+}
+
 void LaunchPlan::validate(const std::string& op, int num_args) const {
   if (num_list_tensors < 0) bad_plan(op, "has a negative list tensor count");
   const int num_slots = first_made(num_args) + num_made();

@@ -179,6 +179,11 @@ struct LaunchPlan {
 
   // Checks slots, ranks and expressions against the runtime's limits; errors name `op`.
   void validate(const std::string& op, int num_args) const;
+  // Checks that every expression reads each argument as its kind allows (a
+  // str compared as a str, a list's items only of an int[], None-ness only
+  // of an optional...): a plan read from bytes could say otherwise. The plan
+  // must be valid.
+  void check_argument_kinds(const std::string& op, const std::vector<ArgKind>& kinds) const;
 };
 
 }  // namespace torch_tile

@@ -273,6 +273,7 @@ std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> Nati
 }
 
 void NativeOp::check_signature(const LaunchPlan& plan) const {
+  plan.check_argument_kinds(qualname_, arg_kinds_);
   if (!returns_list_ && int(plan.outputs.size()) != num_returns_) {
     fail(ErrorKind::Value, qualname_ + ": a plan returns " + std::to_string(plan.outputs.size()) +
                                " tensors; the schema declares " + std::to_string(num_returns_));
