@@ -76,15 +76,15 @@ def _triton_op():
     return torch.ops.tile_bench.add
 
 
-def _cpp_program_row(x, y, workdir: str):
-    """A measure for the C++ example program: µs per tile::add call, as it reports them."""
+def _cpp_program_row(workdir: str):
+    """A measure for the C++ example program: µs per tile::add call, as it reports them
+    (its 1K-element fp32 add is one of the example calls the bundle is prepared for)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "cpp"))
     import build as example  # noqa: E402 - examples/cpp/build.py
-    import ops  # noqa: E402,F401 - defines the example's other ops, which the program checks too
+    import ops  # noqa: E402 - examples/cpp/ops.py: the example's ops, which the program checks too
 
     bundle = os.path.join(workdir, "ops.ttb")
-    tt.export_bundle(["tile::add", "demo::scale_rows", "demo::scaled_softmax"], bundle, examples={
-        **ops.examples("cuda"), "tile::add": [(x, y), *ops.examples("cuda")["tile::add"]]})
+    tt.export_bundle(ops.OPS, bundle, examples=ops.examples("cuda"))
     program = example.build(os.path.join(workdir, "example"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
@@ -129,7 +129,7 @@ def run(iters: int, repeats: int, cpp_program: bool = False) -> dict:
     }
     workdir = tempfile.mkdtemp(prefix="tile_cpp_")
     if cpp_program:
-        measures["C++ program, no Python (LibTorch + bundle)"] = _cpp_program_row(x, y, workdir)
+        measures["C++ program, no Python (LibTorch + bundle)"] = _cpp_program_row(workdir)
     rows, spread = _interleaved_medians(measures, iters, repeats)
     phases = tt._C.testing.bench_phases("tile::add", (x, y), iters * 10)
     py = rows["torch_tile (torch.ops, Python)"]

@@ -24,7 +24,6 @@ from torch_tile import _C, _disk_cache, bundle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "cpp")
-OPS = ["tile::add", "demo::scale_rows", "demo::scaled_softmax"]
 
 
 def _example_ops():
@@ -35,6 +34,7 @@ def _example_ops():
 
 
 ops = _example_ops()
+OPS = ops.OPS
 
 
 @contextlib.contextmanager

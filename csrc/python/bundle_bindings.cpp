@@ -10,21 +10,17 @@
 #include <torch_tile/torch_tile.h>
 
 #include "../runtime/bundle.h"
+#include "../runtime/bundled_variants.h"
 #include "../runtime/kernel_registry.h"
 #include "../torch/error_translation.h"
 #include "../torch/native_op.h"
+#include "op_named.h"
 #include "plan_bindings.h"
 
 namespace py = pybind11;
 
 namespace torch_tile {
 namespace {
-
-std::shared_ptr<NativeOp> op_named(const std::string& qualname) {
-  std::shared_ptr<NativeOp> op = find_native_op(qualname);
-  if (!op) throw py::value_error("no tile op named " + qualname);
-  return op;
-}
 
 BundledVariant bundled(const KernelCache& kernel, int capability, std::vector<uint64_t> key, KernelBinary binary) {
   BundledVariant v;
@@ -35,12 +31,23 @@ BundledVariant bundled(const KernelCache& kernel, int capability, std::vector<ui
   return v;
 }
 
-// `plans`: per op, the plans to write instead of the native path's own.
-// Each op's kernels' compiled variants are added, and `precompile`: (kernel
-// id, key words, capability) compiled here through the kernel's frontend (or
-// taken from a loaded bundle), for any architecture.
+// The ops' signatures and plans, and the kernels those plans launch (by id).
+std::pair<std::vector<OpPlans>, std::map<int64_t, std::shared_ptr<KernelCache>>> ops_and_kernels(
+    const std::vector<std::string>& qualnames) {
+  std::pair<std::vector<OpPlans>, std::map<int64_t, std::shared_ptr<KernelCache>>> out;
+  for (const std::string& q : qualnames) {
+    out.first.push_back(op_named(q)->export_plans());
+    for (const LaunchPlan& p : out.first.back().plans) {
+      for (const LaunchStep& l : p.launches) out.second.emplace(l.kernel->id(), l.kernel);
+    }
+  }
+  return out;
+}
+
+// The ops' plans and their kernels' compiled variants, and `precompile`:
+// (kernel id, key words, capability) compiled here through the kernel's
+// frontend (or taken from a loaded bundle), for any architecture.
 py::bytes export_bundle(const std::vector<std::string>& qualnames,
-                        const std::map<std::string, std::vector<LaunchPlan>>& plans,
                         const std::vector<std::tuple<int64_t, std::vector<uint64_t>, int>>& precompile,
                         const std::string& producer) {
   Bundle bundle;
@@ -50,15 +57,8 @@ py::bytes export_bundle(const std::vector<std::string>& qualnames,
     if (seen.emplace(v.kernel.id, v.capability, v.key).second) bundle.variants.push_back(std::move(v));
   };
   return translating_errors([&] {
-    std::map<int64_t, std::shared_ptr<KernelCache>> kernels;
-    for (const std::string& q : qualnames) {
-      OpPlans op = op_named(q)->export_plans();
-      if (auto it = plans.find(q); it != plans.end()) op.plans = it->second;
-      for (const LaunchPlan& p : op.plans) {
-        for (const LaunchStep& l : p.launches) kernels.emplace(l.kernel->id(), l.kernel);
-      }
-      bundle.ops.push_back(serialize_plans(op));
-    }
+    const auto [ops, kernels] = ops_and_kernels(qualnames);
+    for (const OpPlans& op : ops) bundle.ops.push_back(serialize_plans(op));
     for (const auto& [id, kernel] : kernels) {
       for (KernelCache::Variant& v : kernel->variants()) add(bundled(*kernel, v.capability, v.key, std::move(v.binary)));
     }
@@ -66,15 +66,19 @@ py::bytes export_bundle(const std::vector<std::string>& qualnames,
       if (seen.count({kid, capability, words})) continue;
       const std::shared_ptr<KernelCache> kernel = find_kernel_cache(kid);
       if (!kernel) fail(ErrorKind::Value, "export_bundle: kernel id " + std::to_string(kid) + " is not registered");
-      if (words.empty() || words.size() > size_t(kMaxKernelParams + 1)) {
-        fail(ErrorKind::Value, "export_bundle: a key of bad length for kernel " + kernel->name());
-      }
-      SpecializationKey key;
-      for (uint64_t w : words) key.push(w);
-      add(bundled(*kernel, capability, words, kernel->compile(key, capability)));
+      add(bundled(*kernel, capability, words, kernel->compile(key_of_words(words, kernel->name()), capability)));
     }
     return py::bytes(serialize_bundle(bundle));
   });
+}
+
+// (kernel id, key words, capability) of the variants the ops' kernels compiled in this process.
+py::list compiled_variants(const std::vector<std::string>& qualnames) {
+  py::list out;
+  for (const auto& [id, kernel] : ops_and_kernels(qualnames).second) {
+    for (const KernelCache::Variant& v : kernel->variants()) out.append(py::make_tuple(id, v.key, v.capability));
+  }
+  return out;
 }
 
 py::dict binary_summary(const KernelBinary& b) {
@@ -119,7 +123,15 @@ py::dict read_bundle(const py::bytes& data) {
   });
 }
 
-py::dict summary(const LoadedBundle& b) {
+// What `load` registered, loaded with the GIL released: loading takes ops' trace mutexes, which a thread
+// tracing holds while it waits for the GIL.
+template <class Load>
+py::dict loaded_without_gil(Load load) {
+  LoadedBundle b;
+  {
+    py::gil_scoped_release no_gil;
+    b = load();
+  }
   py::dict d;
   d["producer"] = b.producer;
   d["ops"] = b.ops;
@@ -147,27 +159,17 @@ py::list variant_keys(const std::string& qualname, const py::tuple& args, const 
 }  // namespace
 
 void bind_bundles(py::module_& m) {
-  m.def("export_bundle", &export_bundle, py::arg("qualnames"), py::arg("plans"), py::arg("precompile"),
-        py::arg("producer"), "A bundle's bytes: the ops' plans and their kernels' variants (see torch_tile.bundle).");
+  m.def("export_bundle", &export_bundle, py::arg("qualnames"), py::arg("precompile"), py::arg("producer"),
+        "A bundle's bytes: the ops' plans and their kernels' variants (see torch_tile.bundle).");
+  m.def("compiled_variants", &compiled_variants, py::arg("qualnames"),
+        "(kernel id, key words, capability) of the variants the ops' kernels compiled in this process.");
   m.def("read_bundle", &read_bundle, py::arg("data"),
         "A bundle's contents (ValueError if corrupt, truncated or of another version); registers nothing.");
-  // Loading takes ops' trace mutexes, which a thread tracing holds while it waits for the GIL: released here.
-  m.def("load_bundle", [](const std::string& path) {
-        LoadedBundle loaded;
-        {
-          py::gil_scoped_release no_gil;
-          loaded = load_bundle(path);
-        }
-        return summary(loaded);
-      }, py::arg("path"), "torch_tile::load_bundle: registers the bundle's ops and variants in this process.");
-  m.def("load_bundle_bytes", [](const std::string& data) {
-        LoadedBundle loaded;
-        {
-          py::gil_scoped_release no_gil;
-          loaded = load_bundle_bytes(data);
-        }
-        return summary(loaded);
-      }, py::arg("data"), "torch_tile::load_bundle_bytes.");
+  m.def("load_bundle", [](const std::string& path) { return loaded_without_gil([&] { return load_bundle(path); }); },
+        py::arg("path"), "torch_tile::load_bundle: registers the bundle's ops and variants in this process.");
+  m.def("load_bundle_bytes",
+        [](const std::string& data) { return loaded_without_gil([&] { return load_bundle_bytes(data); }); },
+        py::arg("data"), "torch_tile::load_bundle_bytes.");
   m.def("variant_keys", &variant_keys, py::arg("qualname"), py::arg("args"), py::arg("kwargs"),
         "(kernel id, key words) of each launch a call with these arguments (CPU tensors allowed) makes.");
 }

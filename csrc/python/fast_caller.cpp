@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../torch/native_op.h"
+#include "op_named.h"
 
 namespace py = pybind11;
 
@@ -194,8 +194,7 @@ PyMethodDef kFastCallDef = {"tile_op_call", reinterpret_cast<PyCFunction>(reinte
                             METH_FASTCALL | METH_KEYWORDS, "Calls a tile op through c10::Dispatcher."};
 
 py::object make_fast_caller(const std::string& qualname, py::object fallback) {
-  const std::shared_ptr<NativeOp> native_op = find_native_op(qualname);
-  if (!native_op) throw py::value_error("no tile op named " + qualname);
+  const std::shared_ptr<NativeOp> native_op = op_named(qualname);
   auto* caller = new FastCaller{c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), ""), qualname,
                                 native_op->arg_kinds(), native_op->arg_names(), size_t(native_op->num_returns()),
                                 native_op->returns_list(), fallback.release().ptr()};

@@ -20,6 +20,7 @@
 #include "binary_from_python.h"
 #include "bundle_bindings.h"
 #include "fast_caller.h"
+#include "op_named.h"
 #include "plan_bindings.h"
 #include "python_hooks.h"
 
@@ -27,12 +28,6 @@ namespace py = pybind11;
 using namespace torch_tile;
 
 namespace {
-
-std::shared_ptr<NativeOp> op_named(const std::string& qualname) {
-  std::shared_ptr<NativeOp> op = find_native_op(qualname);
-  if (!op) throw py::value_error("no tile op named " + qualname);
-  return op;
-}
 
 void register_kernel(int64_t id, const std::string& name, const std::string& frontend) {
   translating_errors([&] { kernel_cache_for(id, name, frontend); });

@@ -49,12 +49,18 @@ std::string key_text(const SpecializationKey& key) {
 
 }  // namespace
 
-void add_bundled_variant(const BundledVariant& v) {
-  if (v.key.empty() || v.key.size() > size_t(kMaxKernelParams + 1)) {
-    fail(ErrorKind::Value, "bundled variant of kernel " + v.kernel.name + " has a key of bad length");
+SpecializationKey key_of_words(const std::vector<uint64_t>& words, const std::string& kernel) {
+  if (words.empty() || words.size() > size_t(kMaxKernelParams + 1)) {
+    fail(ErrorKind::Value, "a variant key of " + std::to_string(words.size()) + " words for kernel " + kernel +
+                               " (1 to " + std::to_string(kMaxKernelParams + 1) + " expected)");
   }
   SpecializationKey key;
-  for (uint64_t word : v.key) key.push(word);
+  for (uint64_t word : words) key.push(word);
+  return key;
+}
+
+void add_bundled_variant(const BundledVariant& v) {
+  const SpecializationKey key = key_of_words(v.key, v.kernel.name);
   auto binary = std::make_shared<const KernelBinary>(v.binary);
   BundledVariants& b = bundled();
   std::lock_guard<std::mutex> lock(b.mutex);

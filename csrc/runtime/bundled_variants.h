@@ -7,12 +7,17 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bundle.h"
 #include "kernel_cache.h"
 #include "specialization_key.h"
 
 namespace torch_tile {
+
+// The key of these words (word 0: the launch configuration); an Error naming
+// `kernel` if there are none or more than a key holds.
+SpecializationKey key_of_words(const std::vector<uint64_t>& words, const std::string& kernel);
 
 // Adds a bundle's variant (a later one for the same kernel, key and architecture replaces it).
 void add_bundled_variant(const BundledVariant& variant);

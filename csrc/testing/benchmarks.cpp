@@ -22,7 +22,7 @@
 #include "../torch/error_translation.h"
 #include "../torch/output_allocation.h"
 #include "../torch/torch_launch_host.h"
-#include "../torch/native_op.h"
+#include "../python/op_named.h"
 
 namespace py = pybind11;
 
@@ -152,8 +152,7 @@ double bench_dispatcher_chain(const std::vector<ChainSpec>& specs, int64_t iters
 // The op's C++ implementation directly, without the dispatcher: what the
 // dispatcher itself costs is the difference.
 double bench_direct(const std::string& qualname, const py::tuple& args, int64_t iters) {
-  const std::shared_ptr<NativeOp> native_op = find_native_op(qualname);
-  if (!native_op) throw py::value_error("no tile op named " + qualname);
+  const std::shared_ptr<NativeOp> native_op = op_named(qualname);
   return seconds_for_calls(qualname, args, iters,
                            [&](const c10::OperatorHandle&, torch::jit::Stack& stack) { native_op->call(stack); });
 }
@@ -258,8 +257,7 @@ py::dict bench_phases(const std::string& qualname, const py::tuple& args, int64_
                                        "prepare launch (key, variant, params)", "cuLaunchKernelEx",
                                        "push outputs"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == PhaseTimer::kPhases, "one name per CallPhase");
-  const std::shared_ptr<NativeOp> native_op = find_native_op(qualname);
-  if (!native_op) throw py::value_error("no tile op named " + qualname);
+  const std::shared_ptr<NativeOp> native_op = op_named(qualname);
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
   const torch::jit::Stack prototype = stack_for(op, args);
   PhaseTimer timer;

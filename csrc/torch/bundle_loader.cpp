@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <mutex>
-#include <set>
 
 #include "../runtime/bundle.h"
 #include "../runtime/bundled_variants.h"
@@ -92,10 +91,7 @@ LoadedBundle load(const std::string& bytes) {
   std::lock_guard<std::mutex> lock(load_mutex());
   LoadedBundle loaded;
   loaded.producer = bundle.producer;
-  std::set<std::string> frontends;
-  for (const BundledVariant& v : bundle.variants) frontends.insert(v.kernel.frontend);
   auto resolve = [&](const KernelRef& ref) {
-    frontends.insert(ref.frontend);
     // A process with the frontend's compiler (Python) keeps it; one without gets the bundle's variants only.
     register_frontend_if_absent(ref.frontend, std::make_shared<BundleOnlyCompiler>(ref.frontend));
     return kernel_cache_for(ref.id, ref.name, ref.frontend);

@@ -69,7 +69,7 @@ TensorArg NativeOp::read_tensor(const at::Tensor& t, size_t i, int64_t index, Ca
   return view_of(t, dl);
 }
 
-void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args, bool any_device) const {
+c10::Device NativeOp::read_arguments(const c10::IValue* in, CallArgs& args, bool any_device) const {
   const NativeOp& op = *this;
   const size_t n = op.arg_kinds().size();
   args.num_args = int32_t(n);
@@ -150,6 +150,7 @@ void NativeOp::read_arguments(const c10::IValue* in, CallArgs& args, bool any_de
   if (first.arg < 0) {
     fail(ErrorKind::Value, op.qualname() + ": the CUDA implementation needs at least one tensor argument");
   }
+  return first.device;
 }
 
 NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind> arg_kinds, int num_returns,
@@ -196,10 +197,9 @@ void NativeOp::call(torch::jit::Stack& stack) {
   LaunchObserver* const observer = launch_observer();  // none in production: one branch per phase
   try {
     CallArgs args;
-    read_arguments(in, args);
+    const c10::Device device = read_arguments(in, args);
     if (!written_args_.empty()) check_written_arguments(qualname_, arg_names_, written_args_, in);
     if (observer != nullptr) observer->phase(CallPhase::ArgumentsRead);
-    const c10::Device device(c10::DeviceType::CUDA, c10::DeviceIndex(args.device));
     // Switch devices only when needed: the guard costs runtime calls on every call.
     c10::OptionalDeviceGuard device_guard;
     if (current_context_device() != args.device) device_guard.reset_device(device);
@@ -249,19 +249,8 @@ std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> Nati
   CollectedKeys collected;
   try {
     CallArgs args;
-    read_arguments(in, args, /*any_device=*/true);
+    const c10::Device device = read_arguments(in, args, /*any_device=*/true);
     const LaunchPlan& plan = plan_for(args, stack, first);
-    c10::Device device = c10::Device(c10::DeviceType::CPU);
-    for (size_t i = 0; i < n; ++i) {
-      if (in[i].isTensor()) {
-        device = in[i].toTensor().device();
-        break;
-      }
-      if (in[i].isTensorList() && !in[i].toListRef().empty()) {
-        device = in[i].toListRef()[0].toTensor().device();
-        break;
-      }
-    }
     c10::OptionalDeviceGuard device_guard;  // the plan's allocations and ATen steps go to the arguments' device
     if (device.is_cuda()) device_guard.reset_device(device);
     TorchLaunchHost host(args, in, device);

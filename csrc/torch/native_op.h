@@ -67,7 +67,8 @@ class NativeOp {
  private:
   // Reads the op's arguments (`in`, on the stack) into `args` and checks devices and dtypes.
   // `any_device`: tensors on one device of any type (a dry run), not only CUDA.
-  void read_arguments(const c10::IValue* in, CallArgs& args, bool any_device = false) const;
+  // Returns the device the tensors share.
+  c10::Device read_arguments(const c10::IValue* in, CallArgs& args, bool any_device = false) const;
   // One tensor of argument `i` (`index`: its item in a Tensor[], or -1), checked like every tensor argument.
   // `first`: the argument and device of the first tensor read (argument -1: none yet).
   struct FirstTensor {

@@ -66,6 +66,10 @@ def scaled_softmax(x: torch.Tensor, scale: float) -> torch.Tensor:
     return out.view(x.shape)
 
 
+# The ops main.cpp calls, as exported.
+OPS = ["tile::add", "demo::scale_rows", "demo::scaled_softmax"]
+
+
 def examples(device="cpu") -> dict:
     """The calls main.cpp makes: per op, argument tuples."""
     x = torch.randn(1024, device=device)  # main.cpp --bench, as benchmarks/launch_overhead.py
@@ -84,8 +88,7 @@ def main() -> int:
     parser.add_argument("--capability", type=int, action="append", help="GPU architecture, e.g. 90")
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    summary = tt.export_bundle(["tile::add", "demo::scale_rows", "demo::scaled_softmax"], args.out,
-                               examples=examples(device), capabilities=args.capability)
+    summary = tt.export_bundle(OPS, args.out, examples=examples(device), capabilities=args.capability)
     print(f"{os.path.basename(args.out)}: {len(summary['ops'])} ops, {summary['variants']} variants for "
           f"{summary['capabilities']}")
     return 0

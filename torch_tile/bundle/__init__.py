@@ -66,11 +66,12 @@ def producer() -> str:
     return f"torch_tile {__version__}; triton {triton.__version__}; torch {torch.__version__}"
 
 
-def _current_capability() -> Optional[int]:
+def _current_capabilities() -> list[int]:
+    """This machine's GPU architecture ([] without a GPU)."""
     if not torch.cuda.is_available():
-        return None
+        return []
     major, minor = torch.cuda.get_device_capability()
-    return major * 10 + minor
+    return [major * 10 + minor]
 
 
 def export_bundle(ops: OpsLike, path: Union[str, os.PathLike], *,
@@ -101,24 +102,18 @@ def export_bundle(ops: OpsLike, path: Union[str, os.PathLike], *,
             has_kwargs = bool(call) and isinstance(call[-1], dict)
             args, kwargs = (call[:-1], call[-1]) if has_kwargs else (call, {})
             wanted += [(kid, list(words)) for kid, words in _C.variant_keys(op.qualname, args, kwargs)]
-    seen = _seen_variants(resolved)
-    caps = sorted(set(capabilities)) if capabilities else sorted({cap for _, _, cap in seen}) or (
-        [_current_capability()] if _current_capability() is not None else [])
+    names = [op.qualname for op in resolved]
+    seen = _C.compiled_variants(names)  # (kernel id, key words, capability)
+    caps = sorted(set(capabilities or {cap for _, _, cap in seen})) or _current_capabilities()
     if wanted and not caps:
         raise ValueError("export_bundle: no GPU here and no variant compiled yet: say which architectures to compile "
                          "for, e.g. capabilities=[90] for an H100/H200")
     keys = {(kid, tuple(words)) for kid, words, _ in seen} | {(kid, tuple(words)) for kid, words in wanted}
     precompile = [(kid, list(words), cap) for kid, words in sorted(keys) for cap in caps]
-    data = _C.export_bundle([op.qualname for op in resolved], {}, precompile, producer())
+    data = _C.export_bundle(names, precompile, producer())
     with open(path, "wb") as f:
         f.write(data)
     return inspect_bundle(path)
-
-
-def _seen_variants(ops: list[TileOp]) -> list[tuple[int, list[int], int]]:
-    """(kernel id, key words, capability) of the variants the ops' kernels compiled in this process."""
-    read = _C.read_bundle(_C.export_bundle([op.qualname for op in ops], {}, [], producer()))
-    return [(v["kernel_id"], list(v["key"]), v["capability"]) for v in read["variants"]]
 
 
 def load_bundle(path: Union[str, os.PathLike]) -> dict:
