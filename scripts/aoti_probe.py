@@ -2,18 +2,22 @@
 
     python scripts/aoti_probe.py OUT_DIR [ATTEMPT ...]   (default: every attempt)
 
-Prints, for the record: the compiler, the libstdc++ files the Python process
-maps after `import torch` (and their newest GLIBCXX version), then compiles a
-plain model (no tile op) with aoti_compile_and_package, and loads and runs it
-in fresh processes under several configurations, each with faulthandler, so
-that a crash is reported with its stack instead of killing the probe:
-as is; with the system libstdc++ preloaded; and with a tile op in the model
-(torch_tile is imported only then). Each attempt's outcome is one line: OK (same result as eager) or the
-signal and the Python frames.
+Prints, for the record: the compiler, torch's build compiler, the libstdc++
+files the Python process maps after `import torch`, then compiles a plain model
+(no tile op) with aoti_compile_and_package under several configurations and
+loads and runs each in a fresh process with faulthandler, so that a crash is
+reported with its stack instead of killing the probe. Each attempt's outcome
+is one line: OK (same result as eager) or the signal and the Python frames.
+The "bindings" attempt loads under LD_DEBUG=bindings and lists the C++
+symbols the package's library binds to definitions in other libraries (the
+suspects when one template is compiled from two libstdc++ header versions).
 """
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
+import glob
 import os
 import re
 import subprocess
@@ -35,7 +39,20 @@ def glibcxx_max(path: str) -> str:
     return max(versions, key=lambda v: tuple(map(int, v.split("."))), default="?")
 
 
+def cxx_wrapper(name: str, link_flags: str) -> str:
+    """A $CXX that adds ``link_flags`` to links of shared objects (Inductor compiles with $CXX; it also runs
+    the compiler for precompiled headers, which must not get them)."""
+    path = os.path.join(OUT, name)
+    with open(path, "w") as f:
+        f.write('#!/usr/bin/env bash\ncase " $* " in *" -shared "*) exec g++ "$@" ' + link_flags +
+                ' ;; *) exec g++ "$@" ;; esac\n')
+    os.chmod(path, 0o755)
+    return path
+
+
 print("g++:", sh("g++ --version | head -1"))
+print("torch built with:", sh(f"{sys.executable} -c \"import torch; print(torch.__config__.show())\" | "
+                              "grep -E 'GCC|clang|CXX_FLAGS' | head -3"))
 print("system libstdc++:", sh("g++ -print-file-name=libstdc++.so.6"),
       glibcxx_max(sh("readlink -f $(g++ -print-file-name=libstdc++.so.6)")))
 maps = sh(f"{sys.executable} -c \"import torch; print(open('/proc/self/maps').read())\" "
@@ -44,8 +61,10 @@ for path in maps.splitlines():
     print("python+torch maps:", path, glibcxx_max(path))
 
 COMPILE = textwrap.dedent("""
-    import sys, torch, torch._inductor
+    import os, sys, torch, torch._inductor
     tile = sys.argv[2] == "tile"
+    if os.environ.get("PROBE_NO_PCH"):
+        torch._inductor.config.aot_inductor.precompile_headers = False
     if tile:
         from torch_tile.kernels import add  # noqa: F401  (defines tile::add)
     class M(torch.nn.Module):
@@ -75,31 +94,71 @@ LOAD = textwrap.dedent("""
 """)
 
 
-def attempt(name: str, tile: bool, env_extra: dict) -> None:
+def bindings(log_prefix: str) -> dict[str, str]:
+    """symbol -> the object the package's library bound it to (``self``: its own definition)."""
+    bound: dict[str, str] = {}
+    for log in glob.glob(log_prefix + ".*"):
+        for line in open(log, errors="replace"):
+            m = re.search(r"binding file (\S+wrapper\.so) \[\d+\] to (\S+) \[\d+\]: normal symbol `([^']+)'", line)
+            if m:
+                bound[m.group(3)] = "self" if m.group(2) == m.group(1) else m.group(2)
+    return bound
+
+
+def demangled(symbols: list[str]) -> list[str]:
+    return ["        " + s[:220] for s in sh("echo '" + "\n".join(symbols) + "' | c++filt").splitlines()]
+
+
+def report_bindings(log_prefix: str) -> str:
+    """The C++ symbols the package's library binds in other objects, counted per object."""
+    per_object: dict[str, list[str]] = collections.defaultdict(list)
+    for symbol, target in bindings(log_prefix).items():
+        if target != "self" and symbol.startswith("_Z"):
+            per_object[target].append(symbol)
+    lines = []
+    for obj, symbols in sorted(per_object.items()):
+        lines.append(f"    binds {len(symbols)} C++ symbols to {obj}, e.g.:")
+        lines += demangled(sorted(symbols)[:12])
+    return "\n".join(lines) or "    binds no C++ symbol to another object"
+
+
+def attempt(name: str, tile: bool, compile_env: dict, load_env: dict) -> str:
+    """Compiles and loads one package; returns the report (attempts run in parallel)."""
     package = os.path.join(OUT, f"{name}.pt2")
-    env = {**ENV, **env_extra}
     compiled = subprocess.run([sys.executable, "-c", COMPILE, package, "tile" if tile else "plain"],
-                              capture_output=True, text=True, env=env, timeout=400)
+                              capture_output=True, text=True, env={**ENV, **compile_env}, timeout=500)
     if compiled.returncode != 0:
-        print(f"[{name}] compile failed rc={compiled.returncode}: {compiled.stderr[-1500:]}")
-        return
+        return f"[{name}] compile failed rc={compiled.returncode}: {compiled.stderr[-1500:]}"
     loaded = subprocess.run([sys.executable, "-c", LOAD, package, "tile" if tile else "plain"],
-                            capture_output=True, text=True, env=env, timeout=200)
+                            capture_output=True, text=True, env={**ENV, **load_env}, timeout=200)
     tail = (loaded.stdout + loaded.stderr).strip().splitlines()[-25:]
-    print(f"[{name}] load rc={loaded.returncode}")
-    print("    " + "\n    ".join(tail))
-    so = sh(f"cd {OUT} && rm -rf x_{name} && mkdir x_{name} && cd x_{name} && unzip -q ../{name}.pt2 && "
-            "find . -name '*.so' | head -1")
-    if so:
-        print("    package .so needs:", sh(f"cd {OUT}/x_{name} && ldd {so} | grep -E 'stdc|not found'"))
+    report = f"[{name}] load rc={loaded.returncode}\n    " + "\n    ".join(tail)
+    if "LD_DEBUG_OUTPUT" in load_env:
+        report += "\n" + report_bindings(load_env["LD_DEBUG_OUTPUT"])
+    return report
 
 
 system_libstdcxx = sh("readlink -f $(g++ -print-file-name=libstdc++.so.6)")
-ATTEMPTS = {  # name: (a tile op in the model, environment)
-    "plain": (False, {}),
-    "plain_preload_system_libstdcxx": (False, {"LD_PRELOAD": system_libstdcxx}),
-    "tile": (True, {}),
-    "tile_preload_system_libstdcxx": (True, {"LD_PRELOAD": system_libstdcxx}),
+ATTEMPTS = {  # name: (a tile op in the model, compile environment, load environment)
+    "plain": (False, {}, {}),
+    "plain_bindings": (False, {}, {"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": os.path.join(OUT, "ld")}),
+    "plain_bindings_preload": (False, {}, {"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": os.path.join(OUT, "ldp"),
+                                          "LD_PRELOAD": sh("readlink -f $(g++ -print-file-name=libstdc++.so.6)")}),
+    "plain_bsymbolic": (False, {"CXX": cxx_wrapper("gxx_bsymbolic", "-Wl,-Bsymbolic")}, {}),
+    "plain_no_pch": (False, {"PROBE_NO_PCH": "1"}, {}),
+    "plain_debug_compile": (False, {"TORCHINDUCTOR_DEBUG_COMPILE": "1"}, {}),
+    "plain_preload_system_libstdcxx": (False, {}, {"LD_PRELOAD": system_libstdcxx}),
+    "tile": (True, {}, {}),
 }
-for name in sys.argv[2:] or ATTEMPTS:
-    attempt(name, *ATTEMPTS[name])
+with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+    for report in pool.map(lambda name: attempt(name, *ATTEMPTS[name]), sys.argv[2:] or ATTEMPTS):
+        print(report, flush=True)
+crashing, working = bindings(os.path.join(OUT, "ld")), bindings(os.path.join(OUT, "ldp"))
+if crashing and working:  # what preloading libstdc++ (which works) changes in the crashing load's bindings
+    moved = sorted(s for s in crashing if s in working and crashing[s] != working[s])
+    print(f"bindings that differ with libstdc++ preloaded: {len(moved)}")
+    for symbol in moved[:40]:
+        print(f"    {crashing[symbol]} -> {working[symbol]}:", demangled([symbol])[0].strip())
+    only = [s for s in crashing if s not in working]  # in the order they were bound
+    print(f"bound only in the crashing load (last before the crash first): {len(only)}")
+    print("\n".join(demangled(only[-20:])))

@@ -2,8 +2,11 @@
 whole session uses a fresh torch_tile disk cache (never the user's)."""
 
 import atexit
+import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -63,3 +66,27 @@ requires_interpreter_scalar_loops = pytest.mark.skipif(
     reason="this Triton's interpreter cannot loop to a scalar-argument bound with this numpy "
     "(Triton 3.6 + numpy >= 2.5); the CPU debug path of tile::matmul needs it",
 )
+
+
+@pytest.fixture(scope="session")
+def cpp_examples(tmp_path_factory) -> str:
+    """examples/cpp built once with CMake (tile_example, tile_aoti): the build directory. Skips without cmake."""
+    if shutil.which("cmake") is None:
+        pytest.skip("needs cmake")
+    build_py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "cpp", "build.py")
+    spec = importlib.util.spec_from_file_location("torch_tile_cpp_example_build", build_py)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return os.path.dirname(module.build(str(tmp_path_factory.mktemp("cpp_examples"))))
+
+
+@pytest.fixture(scope="session")
+def tile_model_package(tmp_path_factory) -> str:
+    """examples/cpp/aoti_model.py's AOTInductor package, bundle, input and eager output (on the GPU if there is
+    one), made in a fresh process (it defines the example's ops): the directory."""
+    out = str(tmp_path_factory.mktemp("aoti_model"))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, os.path.join(root, "examples", "cpp", "aoti_model.py"), out],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out

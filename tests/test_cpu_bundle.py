@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -162,17 +161,9 @@ def test_loading_into_the_defining_process_adds_plans_to_the_same_ops(exported):
     assert ops.scale_rows.plan_count > before
 
 
-def _cmake_build(tmp_path) -> str:
-    spec = importlib.util.spec_from_file_location("torch_tile_cpp_example_build", os.path.join(EXAMPLE, "build.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.build(str(tmp_path / "example"))
-
-
-@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
-def test_cpp_example_builds_loads_the_bundle_without_python_and_checks_errors(exported, tmp_path):
+def test_cpp_example_builds_loads_the_bundle_without_python_and_checks_errors(exported, cpp_examples):
     path, _ = exported
-    program = _cmake_build(tmp_path)
+    program = os.path.join(cpp_examples, "tile_example")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     out = subprocess.run([program, path], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -6,7 +6,6 @@ the process (checked from /proc/self/maps), against libtorch's own results."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -53,9 +52,8 @@ print("fresh GPU process OK", counters)
     assert "fresh GPU process OK" in out.stdout
 
 
-@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
-def test_cpp_program_runs_the_ops_with_no_python(exported, tmp_path):
-    program = C._cmake_build(tmp_path)
+def test_cpp_program_runs_the_ops_with_no_python(exported, cpp_examples):
+    program = os.path.join(cpp_examples, "tile_example")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     out = subprocess.run([program, exported, "--bench", "20000"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -38,13 +38,16 @@ from .. import _C
 from .._op import TileOp, registered_ops
 from .._version import __version__
 
-OpsLike = Union[str, TileOp, Iterable[Union[str, TileOp]]]
+OpsLike = Union[str, TileOp, Iterable[Union[str, TileOp]], torch.export.ExportedProgram]
 
 
 def _resolve_ops(ops: OpsLike) -> list[TileOp]:
-    """TileOps from ops, qualnames, or a namespace (every op defined in it in this process)."""
-    items = [ops] if isinstance(ops, (str, TileOp)) else list(ops)
+    """TileOps from ops, qualnames, a namespace (every op defined in it in this process), or an exported
+    program (the tile ops its graph calls)."""
     registry = registered_ops()
+    if isinstance(ops, torch.export.ExportedProgram):
+        return _ops_called_by(ops, registry)
+    items = [ops] if isinstance(ops, (str, TileOp)) else list(ops)
     out: list[TileOp] = []
     for item in items:
         if isinstance(item, TileOp):
@@ -59,6 +62,20 @@ def _resolve_ops(ops: OpsLike) -> list[TileOp]:
                 raise ValueError(f"export_bundle: no tile op in namespace {item!r} in this process")
             out.extend(found)
     return list({op.qualname: op for op in out}.values())
+
+
+def _ops_called_by(program: torch.export.ExportedProgram, registry: dict) -> list[TileOp]:
+    """The tile ops an exported program's graphs call (its submodules' too), in order of first call."""
+    found: dict[str, TileOp] = {}
+    for module in program.graph_module.modules():
+        for node in module.graph.nodes if isinstance(module, torch.fx.GraphModule) else ():
+            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+                name = node.target._schema.name
+                if name in registry:
+                    found.setdefault(name, registry[name])
+    if not found:
+        raise ValueError("export_bundle: the exported program calls no tile op defined in this process")
+    return list(found.values())
 
 
 def producer() -> str:
@@ -77,7 +94,8 @@ def _current_capabilities() -> list[int]:
 def export_bundle(ops: OpsLike, path: Union[str, os.PathLike], *,
                   examples: Optional[Mapping[Union[str, TileOp], Sequence[tuple]]] = None,
                   capabilities: Optional[Sequence[int]] = None) -> dict:
-    """Writes a bundle of ``ops`` (TileOps, qualnames, or a namespace) to ``path``.
+    """Writes a bundle of ``ops`` (TileOps, qualnames, a namespace, or an
+    ``ExportedProgram``: the tile ops its graph calls) to ``path``.
 
     Args:
         examples: per op, argument tuples (a trailing dict is taken as keyword
