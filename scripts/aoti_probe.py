@@ -155,10 +155,14 @@ with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         print(report, flush=True)
 crashing, working = bindings(os.path.join(OUT, "ld")), bindings(os.path.join(OUT, "ldp"))
 if crashing and working:  # what preloading libstdc++ (which works) changes in the crashing load's bindings
-    moved = sorted(s for s in crashing if s in working and crashing[s] != working[s])
-    print(f"bindings that differ with libstdc++ preloaded: {len(moved)}")
-    for symbol in moved[:40]:
-        print(f"    {crashing[symbol]} -> {working[symbol]}:", demangled([symbol])[0].strip())
+    moved: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+    for symbol, target in crashing.items():
+        if symbol in working and os.path.realpath(target) != os.path.realpath(working[symbol]):
+            moved[(target, working[symbol])].append(symbol)
+    print("bindings that differ with libstdc++ preloaded (crashing -> working):")
+    for (before, after), symbols in sorted(moved.items(), key=lambda item: -len(item[1])):
+        print(f"    {len(symbols)} symbols: {before} -> {after}, e.g.:")
+        print("\n".join(demangled(symbols[:8] if before == "self" else symbols[:40])))
     only = [s for s in crashing if s not in working]  # in the order they were bound
     print(f"bound only in the crashing load (last before the crash first): {len(only)}")
     print("\n".join(demangled(only[-20:])))

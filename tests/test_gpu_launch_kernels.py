@@ -29,7 +29,7 @@ from triton_reference import device_capability
 pytestmark = requires_cuda
 
 requires_sm90 = pytest.mark.skipif(
-    not torch.cuda.is_available() or torch.cuda.get_devicedevice_capability() < (9, 0),
+    not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
     reason="programmatic dependent launch and CTA clusters need sm_90+",
 )
 
