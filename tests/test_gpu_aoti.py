@@ -1,11 +1,15 @@
 """AOTInductor on the H200 (CPU counterpart: tests/test_cpu_aoti.py): a model whose graph calls tile ops (a
-two-kernel autotuned op and tile::add), packaged by torch_tile.aoti.aoti_compile_and_package, runs with
+two-kernel autotuned op and tile::add), packaged by torch._inductor.aoti_compile_and_package, runs with
 aoti_load_package in Python and with AOTIModelPackageLoader in a LibTorch program that loaded the ops'
-bundle (no libpython in the process), both with the same result as eager."""
+bundle (no libpython in the process), both with the same result as eager.
+
+In Python the system's libstdc++ is preloaded: on the lent H200 image aoti_load_package of any package
+segfaults without it (README, "AOTInductor"; scripts/aoti_probe.py)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -17,9 +21,17 @@ import test_cpu_aoti as C
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
+def system_libstdcxx() -> str:
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++ (to find the system's libstdc++)")
+    return os.path.realpath(subprocess.run(["g++", "-print-file-name=libstdc++.so.6"], capture_output=True,
+                                           text=True, check=True).stdout.strip())
+
+
 def test_the_package_runs_like_eager_in_python(tile_model_package):
+    env = {**os.environ, "PYTHONPATH": C.ROOT, "PYTHONFAULTHANDLER": "1", "LD_PRELOAD": system_libstdcxx()}
     done = subprocess.run([sys.executable, C.AOTI_MODEL, tile_model_package, "--load"], capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": C.ROOT, "PYTHONFAULTHANDLER": "1"})
+                          text=True, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "aoti_load_package: same as eager" in done.stdout
 

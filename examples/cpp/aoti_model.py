@@ -4,11 +4,14 @@ examples/cpp/aoti_main.cpp (a LibTorch program with no Python) and the tests.
     python examples/cpp/aoti_model.py OUT_DIR           # package
     python examples/cpp/aoti_model.py OUT_DIR --load    # run the package in Python
 
+On the lent H200 image, loading any AOTInductor package in Python needs the
+system's libstdc++ preloaded (README, "AOTInductor"):
+    LD_PRELOAD=$(g++ -print-file-name=libstdc++.so.6) python ... --load
+
 writes into OUT_DIR:
-  model.pt2   the exported model packaged by torch_tile.aoti.aoti_compile_and_package
-              (torch's, with the package's library linked -Bsymbolic: see
-              torch_tile/aoti.py); the tile ops stay in the graph and the
-              package's C++ calls them through the dispatcher
+  model.pt2   torch._inductor.aoti_compile_and_package of the exported model;
+              the tile ops stay in the graph and the package's C++ calls them
+              through the dispatcher (AOTInductor's proxy executor)
   ops.ttb     a bundle of the tile ops the program calls, prepared for the model's calls
   x.pt, y.pt  the input and the eager output (torch.save, CPU tensors; C++
               reads them with torch::pickle_load)
@@ -30,7 +33,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ops  # noqa: E402, F401  (defines tile::add, demo::scaled_softmax, demo::scale_rows)
 
 import torch_tile as tt  # noqa: E402
-import torch_tile.aoti  # noqa: E402
 
 
 class TileModel(torch.nn.Module):
@@ -55,7 +57,7 @@ def package(out_dir: str) -> dict:
     with torch.no_grad():
         expected = model(x) if device == "cuda" else None
         program = torch.export.export(model, (x,))
-        pt2 = torch_tile.aoti.aoti_compile_and_package(program, os.path.join(out_dir, "model.pt2"))
+        pt2 = torch._inductor.aoti_compile_and_package(program, package_path=os.path.join(out_dir, "model.pt2"))
     h = torch.randn(8, 64, device="cpu")  # stands for the linear's output: same shape, dtype and layout
     examples = {"demo::scaled_softmax": [(h.to(device), 2.0)], "tile::add": [(h.to(device), x)]}
     bundle = os.path.join(out_dir, "ops.ttb")
