@@ -1,5 +1,5 @@
 """Training step time of the tiny transformer (examples/train_tiny_transformer.py)
-in five ways, and the per-kernel replay cost of tile ops in a CUDA graph.
+in six ways, and the per-kernel replay cost of tile ops in a CUDA graph.
 
     python benchmarks/training_step.py [--steps N] [--out DIR]
 
@@ -7,7 +7,8 @@ Rows (median ms per step after warm-up, one process, one run; the five
 models train side by side, one step of each in turn): pure torch
 eager; pure torch under torch.compile(mode="reduce-overhead"); the tile model
 eager; the tile model under torch.compile(mode="reduce-overhead") (CUDA
-graphs); the same Triton kernels through torch.library.triton_op, eager.
+graphs); the same Triton kernels through torch.library.triton_op, eager;
+Liger-Kernel's fused pieces, eager (when liger-kernel is installed).
 Replay: a CUDA graph of 256 ``torch.ops.tile.add`` calls against a graph of
 256 bare launches of the same kernel (Triton's launcher into preallocated
 outputs: the graph floor), µs per kernel per replay. Writes
@@ -27,8 +28,8 @@ import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
-from train_tiny_transformer import (MODES, TORCH_OPS, Config, agreement, ops_of, train,  # noqa: E402
-                                    train_interleaved, triton_op_mirror)
+from train_tiny_transformer import (MODES, TORCH_OPS, Config, agreement, available_modes,  # noqa: E402
+                                    liger_ops, ops_of, train, train_interleaved, triton_op_mirror)
 
 from _report import write  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
@@ -94,13 +95,15 @@ def _host_us(fn, iters: int = 300) -> float:
     return best
 
 
-def fused_op_costs(mirror, cfg: Config = Config()) -> dict:
+def fused_op_costs(mirror, modes, cfg: Config = Config()) -> dict:
     """µs per call of each fused piece of the model at its training shape, per
     implementation: forward without grad, forward with grad, forward+backward.
     Explains the eager step table op by op."""
     rows, dim = cfg.batch * cfg.seq, cfg.dim
     scores = cfg.batch * cfg.heads * cfg.seq
     impls = {"torch": TORCH_OPS, "tile": ops_of(torch.ops.tile), "triton_op": ops_of(mirror)}
+    if "liger" in modes:
+        impls["liger"] = liger_ops()
 
     def inputs():
         return {
@@ -153,11 +156,12 @@ def main() -> int:
         return 0
     os.makedirs(args.out, exist_ok=True)
     mirror = triton_op_mirror()
-    runs = train_interleaved(MODES, args.steps, mirror=mirror)
+    modes = available_modes(MODES)
+    runs = train_interleaved(modes, args.steps, mirror=mirror)
     step_ms = {mode: r["step_ms"] for mode, r in runs.items()}
     replay = graph_replay()
     floor = replay["bare launches (floor)"]
-    op_costs = fused_op_costs(mirror)
+    op_costs = fused_op_costs(mirror, modes)
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -169,14 +173,25 @@ def main() -> int:
         "graph_replay_us_per_kernel": replay,
         "fused_op_host_us": op_costs,
         "ratios": {
+            "tile_eager_over_torch_eager": step_ms["tile"] / step_ms["torch"],
             "triton_op_over_tile_eager": step_ms["triton_op"] / step_ms["tile"],
             "tile_compiled_over_torch_compiled": step_ms["tile_compiled"] / step_ms["torch_compiled"],
             "tile_replay_over_floor": replay["tile ops"] / floor,
         },
     }
     ratios = result["ratios"]
+    if "liger" in step_ms:
+        ratios["liger_over_tile_eager"] = step_ms["liger"] / step_ms["tile"]
+    tile_ops = {name.split()[0]: c for name, c in op_costs.items() if name.endswith(" tile")}
+    worst_grad = max(c["forward_grad"] / c["forward_no_grad"] for c in tile_ops.values())
+    ratios["tile_forward_grad_over_no_grad_worst"] = worst_grad
     result["targets_met"] = {
+        "tile eager <= 0.85x torch eager": ratios["tile_eager_over_torch_eager"] <= 0.85,
+        "tile eager >= 1.3x faster than liger": ratios.get("liger_over_tile_eager", 0.0) >= 1.3,
         "tile eager >= 1.5x faster than triton_op": ratios["triton_op_over_tile_eager"] >= 1.5,
+        "tile forward with grad <= 1.3x without, every op": worst_grad <= 1.3,
+        "tile forward+backward <= torch's, every op": all(
+            c["forward_backward"] <= op_costs[f"{name} torch"]["forward_backward"] for name, c in tile_ops.items()),
         "tile compiled <= torch compiled (reduce-overhead)": ratios["tile_compiled_over_torch_compiled"] <= 1.0,
         "graph replay per kernel within 10% of floor": ratios["tile_replay_over_floor"] <= 1.10,
     }

@@ -15,6 +15,9 @@ Modes (each trains the same initial weights):
   tile             tile ops, eager
   tile_compiled    tile ops under torch.compile(mode="reduce-overhead") (CUDA graphs)
   triton_op        the same Triton kernels through torch.library.triton_op
+  liger            Liger-Kernel's fused pieces (the autograd.Functions that LigerRMSNorm,
+                   LigerSwiGLUMLP and LigerCrossEntropyLoss apply, and LigerSoftmax's);
+                   needs liger-kernel, skipped with a message without it
 
 For each mode it prints the loss curve's agreement with pure torch eager and
 the median step time. Needs a CUDA GPU.
@@ -104,6 +107,33 @@ def triton_op_mirror(namespace: str = "tile_ref") -> types.SimpleNamespace:
     return types.SimpleNamespace(**mirrors)
 
 
+def liger_ops() -> FusedOps:
+    """The fused pieces as Liger-Kernel computes them: the autograd.Functions its
+    modules apply (LigerRMSNorm, LigerSoftmax, LigerSwiGLUMLP's SiLU-mul,
+    LigerCrossEntropyLoss), with the arguments those modules pass for this model
+    (float32 weights, no offset, per-row losses). ImportError without liger-kernel."""
+    from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    from liger_kernel.ops.softmax import LigerSoftmaxFunction
+    from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+
+    return FusedOps(
+        rms_norm=lambda x, w: LigerRMSNormFunction.apply(x, w, EPS, 0.0, "llama", True),
+        softmax=LigerSoftmaxFunction.apply,
+        swiglu=LigerSiLUMulFunction.apply,
+        cross_entropy=lambda logits, target: LigerCrossEntropyFunction.apply(logits, target, None, -100, 0.0, 0.0,
+                                                                             "none")[0],
+    )
+
+
+def liger_available() -> bool:
+    try:
+        liger_ops()
+    except ImportError:
+        return False
+    return True
+
+
 class Block(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
@@ -174,6 +204,8 @@ class Trainer:
                "tile_compiled": ops_of(torch.ops.tile)}.get(mode)
         if mode == "triton_op":
             ops = ops_of(mirror or triton_op_mirror())
+        elif mode == "liger":
+            ops = liger_ops()
         if ops is None:
             raise ValueError(f"unknown mode {mode!r}")
         self.loss_fn = lambda tokens: self.model.loss(tokens, ops)
@@ -228,7 +260,15 @@ def agreement(losses: list, reference: list) -> float:
     return max(abs(a - b) for a, b in zip(losses, reference))
 
 
-MODES = ("torch", "torch_compiled", "tile", "tile_compiled", "triton_op")
+MODES = ("torch", "torch_compiled", "tile", "tile_compiled", "triton_op", "liger")
+
+
+def available_modes(modes) -> list:
+    """``modes`` less ``liger`` when liger-kernel is not installed (said once on stderr)."""
+    if "liger" in modes and not liger_available():
+        print("train_tiny_transformer: liger-kernel is not installed: the liger mode is skipped", file=sys.stderr)
+        return [m for m in modes if m != "liger"]
+    return list(modes)
 
 
 def main() -> int:
@@ -240,7 +280,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("train_tiny_transformer: needs a CUDA GPU")
         return 0
-    results = train_interleaved(args.modes, args.steps)
+    results = train_interleaved(available_modes(args.modes), args.steps)
     reference = results.get("torch", {}).get("losses")
     for mode, r in results.items():
         line = f"{mode:15s} step {r['step_ms']:7.2f} ms  loss {r['losses'][0]:.3f} -> {r['losses'][-1]:.3f}"
