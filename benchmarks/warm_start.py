@@ -12,6 +12,12 @@ directories a cold process filled. Triton rows run the same op bodies with
 Triton's own launcher (``kernel[grid](...)``). Warm torch_tile processes also
 report how many variants they compiled (should be 0). Writes warm_start.json
 and warm_start.png to --out.
+
+    python benchmarks/warm_start.py --profile-cold [OPS...]
+
+instead prints where a cold first call's time goes: cProfile of the timed
+region of one cold torch_tile process and one cold Triton process (top
+functions by cumulative time).
 """
 
 from __future__ import annotations
@@ -57,18 +63,35 @@ def worker(launcher: str, ops: list[str]) -> dict:
         args = _inputs(name)
         calls.append((op if launcher == "torch_tile" else op.fn, args))  # op.fn: the body, Triton's launcher
     torch.cuda.synchronize()
+    profiler = None
+    if os.environ.get("WARM_START_PROFILE"):
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     start = time.perf_counter()
     for fn, args in calls:
         fn(*args)
     torch.cuda.synchronize()
-    return {"seconds": time.perf_counter() - start, "compiles": tt.compile_count()}
+    seconds = time.perf_counter() - start
+    if profiler is not None:
+        import pstats
+
+        profiler.disable()
+        print(f"--- {launcher} cold first call of {ops}: {seconds * 1e3:.1f} ms", file=sys.stderr)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+    return {"seconds": seconds, "compiles": tt.compile_count()}
 
 
-def _run(launcher: str, ops: list[str], cache: str, triton_cache: str) -> dict:
+def _run(launcher: str, ops: list[str], cache: str, triton_cache: str, profile: bool = False) -> dict:
     env = {**os.environ, "TORCH_TILE_CACHE_DIR": cache, "TRITON_CACHE_DIR": triton_cache,
            "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if profile:
+        env["WARM_START_PROFILE"] = "1"
     out = subprocess.run([sys.executable, __file__, "--worker", launcher, *ops], env=env, capture_output=True,
                          text=True, check=True)
+    if profile:
+        print(out.stderr)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -95,6 +118,7 @@ def main() -> int:
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    parser.add_argument("--profile-cold", nargs="*", metavar="OP", help="profile cold first calls (default: add)")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker[0], args.worker[1:])))
@@ -103,6 +127,11 @@ def main() -> int:
 
     if not torch.cuda.is_available():
         print("warm_start: needs a CUDA GPU")
+        return 0
+    if args.profile_cold is not None:
+        for launcher in ("torch_tile", "triton"):
+            with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as triton_cache:
+                _run(launcher, args.profile_cold or ["add"], cache, triton_cache, profile=True)
         return 0
     os.makedirs(args.out, exist_ok=True)
     result = {"device": torch.cuda.get_device_name(), "repeats": args.repeats, **measure(args.repeats)}
