@@ -2,7 +2,7 @@
 and whether a compiled variant's launch metadata agrees with it.
 
 A cubin is an ELF64 file. For a kernel ``k`` it holds a global FUNC symbol
-``k`` (the entry point), a section ``.nv.info.k`` of EIATTR records (what
+``k`` (the entry point; weak for a C++ template instance), a section ``.nv.info.k`` of EIATTR records (what
 ptxas fixed about the launch) and, when the kernel uses shared memory, a
 NOBITS section ``.nv.shared.k``. What Triton's sm_90 cubins carry (Triton 3.6
 with ptxas 12.8 and Triton 3.8 with ptxas 12.9, read with ``cuobjdump -elf``
@@ -43,6 +43,7 @@ ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190
 SHT_SYMTAB = 2
 STB_GLOBAL = 1
+STB_WEAK = 2  # C++ template instances (CUDA C++ kernels compiled by NVRTC)
 STT_FUNC = 2
 
 # EIATTR record formats and the attributes read here (values as cuobjdump names them).
@@ -188,7 +189,8 @@ def kernel_info(cubin: bytes, name: str) -> KernelInfo:
         strings_at = sections[sh.link].offset
         for pos in range(0, len(symtab) - 23, 24):  # Elf64_Sym: name u32, info u8, other u8, shndx u16, ...
             st_name, st_info = _unpack("<IB", symtab, pos)
-            if st_info == (STB_GLOBAL << 4 | STT_FUNC) and _string(cubin, strings_at + st_name) == name:
+            if (st_info >> 4 in (STB_GLOBAL, STB_WEAK) and st_info & 0xF == STT_FUNC
+                    and _string(cubin, strings_at + st_name) == name):
                 has_symbol = True
 
     info_section = by_name.get(f".nv.info.{name}")

@@ -20,6 +20,7 @@
 #include "binary_from_python.h"
 #include "bundle_bindings.h"
 #include "fast_caller.h"
+#include "nvrtc_bindings.h"
 #include "op_named.h"
 #include "plan_bindings.h"
 #include "python_hooks.h"
@@ -167,5 +168,6 @@ PYBIND11_MODULE(_C, m) {
   bind_plan_format(m);
   bind_bundles(m);
   bind_fast_caller(m);
+  bind_nvrtc(m);
   bind_testing(m);
 }

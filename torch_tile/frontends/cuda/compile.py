@@ -1,0 +1,114 @@
+"""NVRTC compiles of CUDA C++ kernels, through the disk cache."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+from ... import _C, _cubin, _disk_cache
+from ..._version import __version__
+
+# Part of every cache key: a new layout of the cached entry ignores older entries.
+ENTRY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CompiledCuda:
+    """One compiled kernel instance: its cubin and entry point."""
+
+    cubin: bytes
+    lowered_name: str  # the entry point's symbol (mangled for a template instance)
+    name_expression: str  # as C++ names it, e.g. "scale<float, 128>"
+    capability: int
+    log: str  # NVRTC's warnings
+
+    def info(self) -> _cubin.KernelInfo:
+        """What the cubin says about the entry point (parameter sizes, thread limits, shared memory)."""
+        return _cubin.kernel_info(self.cubin, self.lowered_name)
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_include_dirs() -> tuple[str, ...]:
+    """The CUDA headers the torch wheel ships (``nvidia/cu13/include`` or the CUDA 12 wheels' per-library
+    ``nvidia/*/include``), for ``#include <cuda_fp16.h>`` and friends; () when there are none."""
+    try:
+        import nvidia
+    except ImportError:
+        return ()
+    found = []
+    for root in list(nvidia.__path__):
+        for pattern in ("cu[0-9]*/include", "cuda_runtime/include", "cuda_nvrtc/include"):
+            found += [d for d in sorted(glob.glob(os.path.join(root, pattern))) if os.path.isdir(d)]
+    return tuple(dict.fromkeys(found))
+
+
+def _template_argument(value: Union[int, bool, str]) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value:
+        return value  # a type ("float", "__half") or any C++ expression
+    raise TypeError(f"torch_tile: a template argument must be an int, a bool or a C++ type name; got {value!r}")
+
+
+class CudaKernel:
+    """A ``__global__`` function of a CUDA C++ source.
+
+    Args:
+        source: the translation unit's text, or the path of a ``.cu`` file.
+        name: the kernel's name (without template arguments).
+        options: extra NVRTC options (``-DNAME=VALUE``, ``-I<dir>``, ``-std=c++20``, ...).
+    """
+
+    def __init__(self, source: Union[str, os.PathLike], name: str, *, options: Sequence[str] = ()):
+        if isinstance(source, os.PathLike) or (isinstance(source, str) and source.endswith(".cu")
+                                                and "\n" not in source and os.path.isfile(source)):
+            self.path = os.fspath(source)
+            with open(self.path, encoding="utf-8") as f:
+                self.source = f.read()
+        elif isinstance(source, str):
+            self.path = None
+            self.source = source
+        else:
+            raise TypeError(f"torch_tile: CudaKernel source must be a string or a .cu path; got {type(source)}")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"torch_tile: CudaKernel name must be the kernel's C++ identifier; got {name!r}")
+        self.name = name
+        self.options = tuple(options)
+        self._options = self.options + tuple(f"-I{d}" for d in cuda_include_dirs())
+
+    def __repr__(self) -> str:
+        return f"CudaKernel({self.name!r}, {self.path or 'source'})"
+
+    def name_expression(self, template_args: Sequence[Union[int, bool, str]] = ()) -> str:
+        """``name<args...>`` as C++ spells the instance (``name`` without template arguments)."""
+        if not template_args:
+            return self.name
+        return f"{self.name}<{', '.join(_template_argument(a) for a in template_args)}>"
+
+    def compile(self, template_args: Sequence[Union[int, bool, str]] = (), *, capability: int,
+                label: str = "") -> CompiledCuda:
+        """The instance compiled for sm_<capability> (from the disk cache when it has it). A compile
+        error is a ValueError carrying NVRTC's log; ``label`` says who asked (e.g. the op)."""
+        expression = self.name_expression(template_args)
+        where = f"{label + ', ' if label else ''}kernel {expression}" + (f" ({self.path})" if self.path else "")
+        key = _disk_cache.content_key("cuda", ENTRY_VERSION, __version__, _C.nvrtc_version(), self.source,
+                                      expression, list(self._options), capability)
+
+        def build() -> tuple[dict, bytes]:
+            out = _C.compile_cuda_source(self.source, expression, list(self._options), capability, where)
+            return {"lowered_name": out["lowered_name"], "log": out["log"]}, out["cubin"]
+
+        def validate(meta: dict, cubin: bytes):
+            name = meta.get("lowered_name")
+            if not isinstance(name, str) or not _cubin.kernel_info(cubin, name).has_symbol:
+                return f"the cubin has no entry point {name!r}"
+            return None
+
+        meta, cubin = _disk_cache.active().get_or_build(key, build, validate=validate)
+        return CompiledCuda(cubin=cubin, lowered_name=meta["lowered_name"], name_expression=expression,
+                            capability=capability, log=meta.get("log", ""))
