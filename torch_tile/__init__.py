@@ -18,13 +18,15 @@ from ._op import TileOp, op
 from ._stand_ins import TensorProxy
 from ._version import __version__
 from .bundle import export_bundle, load_bundle
+from .frontends.cuda import CudaKernel
 from .frontends.triton import compile_count, compile_variant
 
 # For a LibTorch program's CMake: -DCMAKE_PREFIX_PATH=<this> makes find_package(torch_tile) work.
 cmake_prefix_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "share", "cmake")
 
-# Explicit, once: the Triton frontend compiles its kernels' variants for the native runtime.
+# Explicit, once: each frontend compiles its kernels' variants for the native runtime.
 frontends.triton.register()
+frontends.cuda.register()
 
 
 def runtime_counters() -> dict:
@@ -39,6 +41,7 @@ def runtime_counters() -> dict:
 __all__ = [
     "op",
     "TileOp",
+    "CudaKernel",
     "TraceError",
     "TensorProxy",
     "SymbolicInt",

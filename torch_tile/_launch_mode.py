@@ -118,6 +118,12 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
                     cls.run = run
 
 
+def current_mode() -> Optional[LaunchMode]:
+    """The launch mode of this thread (None outside op bodies): where frontends other than Triton's, whose
+    launches are not ``JITFunction.run``, send a launch made in a body."""
+    return getattr(_local, "mode", None)
+
+
 @contextlib.contextmanager
 def direct_launches() -> Iterator[None]:
     """Launches made inside run on the GPU as usual (autotuning's timing runs during a trace)."""

@@ -1,19 +1,23 @@
-"""CUDA C++ kernels, compiled with NVRTC (issue 15; the compile stage so far).
+"""CUDA C++ kernels in tile ops, compiled with NVRTC.
 
 ``CudaKernel(source, name)`` names one ``__global__`` function (a template or
-not) of a CUDA C++ translation unit, given as text or as a ``.cu`` path.
-``compile(template_args, capability)`` compiles the instance for
-sm_<capability> with NVRTC, which the torch wheel ships (no CUDA toolkit and
-no GPU needed: this machine compiles sm_90 cubins), and keeps the result in
-torch_tile's disk cache, keyed by the source, the instance, the options, the
-target and NVRTC's version. The torch wheel's CUDA headers (``cuda_fp16.h``,
-``cuda_bf16.h``, ...) are on the include path.
+not) of a CUDA C++ translation unit, given as text or as a ``.cu`` path. In an
+op body, ``kernel[grid, block](*args, template_args=(...))`` is recorded into
+the op's plan like a Triton launch (tensors pass as pointers, ints and floats
+as the kernel declares them) and launched natively. Variants compile on demand
+with NVRTC, which the torch wheel ships (no CUDA toolkit; no GPU needed to
+compile: this machine makes sm_90 cubins), into torch_tile's disk cache, keyed
+by the source, the instance, the options, the target and NVRTC's version. The
+torch wheel's CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``...) are on the
+include path.
 
-Launching CUDA C++ kernels from op bodies (plan launch steps, specialization
-keys, the native compile callback) is the next stage: see docs/ARCHITECTURE.md,
-"Adding a frontend".
+Not yet: 2-D/3-D blocks, specialization bits visible to the kernel, the CPU
+debug path (CUDA C++ has no interpreter), and the write analysis (the op's
+``mutates_args`` is trusted for CUDA C++ launches).
 """
 
 from .compile import CompiledCuda, CudaKernel, cuda_include_dirs
+from .kernels import register
+from .record import ctype
 
-__all__ = ["CompiledCuda", "CudaKernel", "cuda_include_dirs"]
+__all__ = ["CompiledCuda", "CudaKernel", "ctype", "cuda_include_dirs", "register"]

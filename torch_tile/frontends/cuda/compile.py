@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Sequence, Union
 
-from ... import _C, _cubin, _disk_cache
+from ... import _C, _cubin, _disk_cache, _launch_mode
 from ..._version import __version__
 
 # Part of every cache key: a new layout of the cached entry ignores older entries.
@@ -83,6 +83,26 @@ class CudaKernel:
 
     def __repr__(self) -> str:
         return f"CudaKernel({self.name!r}, {self.path or 'source'})"
+
+    def __getitem__(self, launch):
+        """``kernel[grid, block](*args, shared_mem=0, template_args=())`` in a torch_tile op body: recorded
+        into the op's plan and launched natively. ``grid``: 1 to 3 ints (may depend on sizes); ``block``:
+        threads per block, a multiple of 32 (1-D); ``template_args``: ints, bools, C++ type names or
+        torch dtypes (fixed per plan, e.g. ``x.dtype``)."""
+        if not isinstance(launch, tuple) or len(launch) != 2:
+            raise TypeError(f"torch_tile: launch a CUDA kernel as {self.name}[grid, block](*args), got "
+                            f"{self.name}[{launch!r}]")
+        grid, block = launch
+
+        def launcher(*args, shared_mem=0, template_args=()):
+            mode = _launch_mode.current_mode()
+            if mode is None:
+                raise RuntimeError(f"torch_tile: CUDA kernel {self.name} is launched from torch_tile op bodies "
+                                   "(@torch_tile.op), which record it into the op's plan")
+            return mode.launch(self, grid, args, {"block": block, "shared_mem": shared_mem,
+                                                  "template_args": template_args})
+
+        return launcher
 
     def name_expression(self, template_args: Sequence[Union[int, bool, str]] = ()) -> str:
         """``name<args...>`` as C++ spells the instance (``name`` without template arguments)."""

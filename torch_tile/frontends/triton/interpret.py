@@ -50,6 +50,10 @@ class InterpretLaunches(LaunchMode):
         return entry[1]
 
     def launch(self, kernel, grid, args, kwargs):
+        if not isinstance(kernel, (JITFunction, Autotuner)):  # e.g. a CUDA C++ kernel: nothing interprets it
+            raise NotImplementedError(f"{kernel!r} cannot run on CPU tensors (the CPU debug path interprets "
+                                      "Triton kernels only): call the op with CUDA tensors")
+
         def device_call(jit_fn, *a, **kw):
             # InterpretedFunction.__call__, minus its own (never undone) patch:
             # the scope below already covers triton.language and its core.

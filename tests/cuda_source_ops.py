@@ -1,0 +1,57 @@
+"""Tile ops whose bodies launch CUDA C++ kernels (shared by tests/test_cpu_cuda_ops.py and
+tests/test_gpu_cuda_ops.py)."""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+import torch_tile as tt
+
+SOURCE = r"""
+#include <cuda_fp16.h>
+
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) scale(T* out, const T* x, float s, int n) {
+  const int i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i < n) out[i] = T(float(x[i]) * s);
+}
+
+// One block per row: the row's sum, through dynamic shared memory.
+extern "C" __global__ void row_sum(float* out, const float* x, long long cols) {
+  extern __shared__ float partial[];
+  const float* row = x + blockIdx.x * cols;
+  float acc = 0.f;
+  for (long long c = threadIdx.x; c < cols; c += blockDim.x) acc += row[c];
+  partial[threadIdx.x] = acc;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
+}
+"""
+
+scale_kernel = tt.CudaKernel(SOURCE, "scale")
+row_sum_kernel = tt.CudaKernel(SOURCE, "row_sum")
+BLOCK = 128
+
+
+@tt.op("cuda_test::scale")
+def scale(x: torch.Tensor, s: float) -> torch.Tensor:
+    """x * s, by a templated CUDA C++ kernel instantiated for x's dtype."""
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    n = x.numel()
+    scale_kernel[(triton.cdiv(n, BLOCK),), BLOCK](out, x, s, n, template_args=(x.dtype, BLOCK))
+    return out
+
+
+@tt.op("cuda_test::row_sum")
+def row_sum(x: torch.Tensor) -> torch.Tensor:
+    """x.sum(-1) of a float32 matrix, one block of 256 threads per row (1 KB of dynamic shared memory)."""
+    x = x.contiguous()
+    out = torch.empty(x.shape[0], device=x.device, dtype=torch.float32)
+    row_sum_kernel[(x.shape[0],), 256](out, x, x.shape[1], shared_mem=256 * 4)
+    return out

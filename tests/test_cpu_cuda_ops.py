@@ -1,0 +1,116 @@
+"""Tile ops launching CUDA C++ kernels, without a GPU (GPU counterpart: tests/test_gpu_cuda_ops.py): the
+body traces into a plan (a launch step per kernel), variants compile with NVRTC for sm_90 and export into a
+bundle; the launch metadata follows the kernel's declaration (parameter widths and kinds from the cubin and
+the mangled name); bad launches are refused while tracing or compiling, with clear errors; the CPU path
+refuses (nothing interprets CUDA C++) and the fake/meta path runs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_tile as tt
+from torch_tile import _C, _cubin
+from torch_tile.frontends.cuda import kernels as cuda_kernels
+
+import cuda_source_ops as ops
+from test_cpu_bundle import private_disk_cache
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path):
+    with private_disk_cache(tmp_path / "cache"):
+        yield
+
+
+def metadata_of(qualname: str, *args) -> dict:
+    """The launch metadata the runtime gets for the call's (single) variant, compiled for sm_90."""
+    [(kid, words)] = _C.variant_keys(qualname, args, {})
+    return cuda_kernels._compile_callback(kid, list(words), 90)
+
+
+def test_an_op_traces_and_exports_its_nvrtc_variants(tmp_path):
+    x = torch.randn(1000)
+    summary = tt.export_bundle(["cuda_test::scale", "cuda_test::row_sum"], str(tmp_path / "ops.ttb"),
+                               examples={"cuda_test::scale": [(x, 2.0), (x.half(), 3.0)],
+                                         "cuda_test::row_sum": [(torch.randn(8, 300),)]},
+                               capabilities=[90])
+    assert summary["variants"] == 3 and summary["capabilities"] == [90]
+    assert [len(op["plans"]) for op in summary["ops"]] == [2, 1]
+    assert all(plan["steps"]["launches"] == ["scale"] for plan in summary["ops"][0]["plans"])
+    variants = tt.bundle.read_bundle(str(tmp_path / "ops.ttb"))["variants"]
+    assert {v["frontend"] for v in variants} == {"cuda"}
+    names = sorted(v["binary"]["name"] for v in variants)
+    assert names == ["_Z5scaleI6__halfLi128EEvPT_PKS1_fi", "_Z5scaleIfLi128EEvPT_PKS0_fi", "row_sum"]
+
+
+def test_the_launch_metadata_follows_the_kernels_declaration():
+    meta = metadata_of("cuda_test::scale", torch.randn(300), 0.5)
+    assert meta["name"] == "_Z5scaleIfLi128EEvPT_PKS0_fi"
+    assert meta["num_warps"] == ops.BLOCK // 32 and meta["shared"] == 0 and meta["num_ctas"] == 1
+    assert meta["runtime_param_types"] == ["*i8", "*i8", "fp32", "i32"]
+    assert meta["runtime_params"] == [0, 1, 2, 3]
+    info = _cubin.kernel_info(meta["cubin"], meta["name"])
+    assert info.param_sizes == [8, 8, 4, 4] and info.max_threads == (ops.BLOCK, 1, 1)
+    summed = metadata_of("cuda_test::row_sum", torch.randn(4, 70))
+    assert summed["runtime_param_types"] == ["*i8", "*i8", "i64"]  # long long cols: 8 bytes
+    assert summed["num_warps"] == 8 and summed["shared"] == 1024
+
+
+TAKES_INT = tt.CudaKernel(r"""
+__global__ void takes_int(float* out, int n) { if (threadIdx.x < n) out[threadIdx.x] = 1.f; }
+""", "takes_int")
+
+
+def _op(name: str, body):
+    return tt.op(f"cuda_test::{name}")(body)
+
+
+def test_a_float_where_the_kernel_declares_an_int_is_refused():
+    def body(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        TAKES_INT[(1,), 32](out, 2.5)
+        return out
+
+    _op("float_for_int", body)
+    with pytest.raises(TypeError, match="parameter 1 is declared integer, but the launch passes a float"):
+        metadata_of("cuda_test::float_for_int", torch.randn(4))
+
+
+def test_a_launch_with_the_wrong_number_of_arguments_is_refused():
+    def body(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        TAKES_INT[(1,), 32](out, x.numel(), 3)
+        return out
+
+    _op("too_many", body)
+    with pytest.raises(ValueError, match="takes 2 parameters, but the launch passes 3"):
+        metadata_of("cuda_test::too_many", torch.randn(4))
+
+
+@pytest.mark.parametrize("block, message", [(100, "multiple of 32"), ((16, 16), "only 1-D blocks"),
+                                            (2048, "multiple of 32 up to 1024")])
+def test_blocks_torch_tile_cannot_launch_are_refused_while_tracing(block, message):
+    def body(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        TAKES_INT[(1,), block](out, x.numel())
+        return out
+
+    name = f"block_{abs(hash(str(block)))}"
+    _op(name, body)
+    with pytest.raises(tt.TraceError, match=message):
+        _C.variant_keys(f"cuda_test::{name}", (torch.randn(4),), {})
+
+
+def test_a_launch_outside_an_op_body_and_a_launch_without_a_block_are_clear_errors():
+    with pytest.raises(RuntimeError, match="launched from torch_tile op bodies"):
+        TAKES_INT[(1,), 32](torch.empty(4), 4)
+    with pytest.raises(TypeError, match=r"takes_int\[grid, block\]"):
+        TAKES_INT[(1,)]
+
+
+def test_the_cpu_path_refuses_and_the_meta_path_runs():
+    with pytest.raises(NotImplementedError, match="cannot run on CPU tensors"):
+        ops.scale(torch.randn(10), 2.0)
+    out = ops.scale(torch.empty(10, 3, device="meta", dtype=torch.float16), 2.0)
+    assert out.shape == (10, 3) and out.dtype == torch.float16 and out.device.type == "meta"

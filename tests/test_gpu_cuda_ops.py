@@ -1,0 +1,51 @@
+"""Tile ops launching CUDA C++ kernels on the H200 (CPU counterpart: tests/test_cpu_cuda_ops.py): results
+against torch for a templated kernel (float32, float16, sizes that do not fill a block) and an extern "C"
+kernel with dynamic shared memory; steady-state calls neither trace nor compile; the launch replays in a
+CUDA graph."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_tile as tt
+
+import cuda_source_ops as ops
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("n", [1, 127, 128, 1000, 4099])
+def test_a_templated_kernel_matches_torch(dtype, n):
+    x = torch.randn(n, device="cuda", dtype=dtype)
+    torch.testing.assert_close(ops.scale(x, 0.5), (x.float() * 0.5).to(dtype))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 1000), (5, 4096)])
+def test_a_kernel_with_dynamic_shared_memory_matches_torch(shape):
+    x = torch.randn(*shape, device="cuda")
+    torch.testing.assert_close(ops.row_sum(x), x.sum(-1), rtol=1e-5, atol=1e-4)
+
+
+def test_steady_state_calls_neither_trace_nor_compile():
+    x = torch.randn(3000, device="cuda")
+    ops.scale(x, 2.0)
+    before = tt.runtime_counters()
+    for n in (3000, 2000, 777):
+        y = torch.randn(n, device="cuda")
+        torch.testing.assert_close(ops.scale(y, 2.0), y * 2.0)
+    after = tt.runtime_counters()
+    assert (after["traces"], after["compiles"]) == (before["traces"], before["compiles"])
+
+
+def test_the_launch_replays_in_a_cuda_graph():
+    x = torch.randn(1000, device="cuda")
+    ops.scale(x, 3.0)  # traced and compiled before capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = ops.scale(x, 3.0)
+    x.copy_(torch.randn(1000, device="cuda"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x * 3.0)

@@ -1,0 +1,115 @@
+"""Records ``kernel[grid, block](*args, ...)`` of a CUDA C++ kernel in a traced
+op body as a plan launch step: each argument a binding (a tensor slot, an int
+or float expression), the grid three expressions, and the template arguments,
+block size and dynamic shared memory the launch configuration."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from ... import _plan
+from ..._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
+from ..._stand_ins import SymbolicFloat, TensorProxy
+from ..._trace_state import body_location
+from .compile import CudaKernel
+from .kernels import CudaLaunchConfig, TemplateArg, config_id, kernel_id
+
+K = _plan.BindingKind
+
+MAX_BLOCK = 1024
+DTYPE_CTYPES = {  # template arguments for tensors' element types (cuda_fp16.h / cuda_bf16.h name the halves)
+    torch.float32: "float", torch.float64: "double", torch.float16: "__half", torch.bfloat16: "__nv_bfloat16",
+    torch.int8: "signed char", torch.uint8: "unsigned char", torch.int16: "short", torch.int32: "int",
+    torch.int64: "long long", torch.bool: "bool",
+}
+
+
+def ctype(dtype: torch.dtype) -> str:
+    """The C++ type of ``dtype``'s elements, for a template argument (``float``, ``__half``...)."""
+    if dtype not in DTYPE_CTYPES:
+        raise TypeError(f"torch_tile: no C++ element type for {dtype}")
+    return DTYPE_CTYPES[dtype]
+
+
+def _static_int(tracer, what: str, value: Any) -> int:
+    """A launch's compile-time int (block, shared memory): symbolic values are guarded on their value."""
+    if isinstance(value, SymbolicInt) and not value.is_bool:
+        return value.specialize()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise tracer.error(f"{what} must be an int, got {value!r}")
+
+
+def _template_args(tracer, kernel: CudaKernel, values: Sequence[Any]) -> tuple[TemplateArg, ...]:
+    out = []
+    for v in values:
+        if isinstance(v, SymbolicInt):
+            v = bool(v.specialize()) if v.is_bool else v.specialize()  # compile-time: guard on the value
+        elif isinstance(v, torch.dtype):
+            v = ctype(v)
+        if not isinstance(v, (int, bool, str)):
+            raise tracer.error(f"template argument {v!r} of {kernel.name}: expected an int, a bool, a C++ type "
+                               "name or a torch.dtype")
+        out.append(v)
+    return tuple(out)
+
+
+def _bind(tracer, kernel: CudaKernel, i: int, value: Any) -> tuple[Any, _plan.Binding]:
+    """(kind, binding) of argument ``i``. Bindings are not specialised: the kernel sees no specialization
+    bits, so keys differ only where the passed values do (dtypes, integer widths)."""
+    where = f"argument {i} of CUDA kernel {kernel.name}"
+    if isinstance(value, TensorProxy):
+        return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, specialize=False, specialize_alignment=False)
+    if isinstance(value, SymbolicInt):
+        kind = K.BOOL if value.is_bool else K.INT
+        return kind, _plan.Binding(kind, expr=_plan.expr(value.encode()), specialize=False,
+                                   specialize_alignment=False)
+    if isinstance(value, bool):
+        return K.BOOL, _plan.Binding(K.BOOL, expr=_plan.expr(encode_int(int(value), tracer)), specialize=False,
+                                     specialize_alignment=False)
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise tracer.error(f"{where} = {value} does not fit in int64")
+        return K.INT, _plan.Binding(K.INT, expr=_plan.expr(encode_int(value, tracer)), specialize=False,
+                                    specialize_alignment=False)
+    if isinstance(value, float):
+        return K.FLOAT, _plan.Binding(K.FLOAT, float_value=value, specialize=False, specialize_alignment=False)
+    if isinstance(value, SymbolicFloat):
+        return K.FLOAT, _plan.Binding(K.FLOAT, value.arg, specialize=False, specialize_alignment=False)
+    if isinstance(value, torch.Tensor):
+        raise tracer.error(f"{where} receives a tensor the op did not take or allocate")
+    raise tracer.error(f"{where} receives an unsupported value {value!r} ({type(value).__name__}); CUDA kernels "
+                       "take tensors (as pointers), ints and floats")
+
+
+def record_launch(tracer, kernel: CudaKernel, grid: Any, block: Any, args: tuple, shared_mem: Any = 0,
+                  template_args: Sequence[Any] = ()) -> _plan.LaunchStep:
+    """Turns one launch of a CUDA C++ kernel in a traced body into a plan step."""
+    site = body_location(tracer.op.fn)
+    block = tuple(block) if isinstance(block, (tuple, list)) else (block,)
+    if len(block) != 1 and any(_static_int(tracer, "block", b) != 1 for b in block[1:]):
+        raise tracer.error(f"CUDA kernel {kernel.name}: block {block}: only 1-D blocks can be launched so far")
+    threads = _static_int(tracer, "block", block[0])
+    if not 32 <= threads <= MAX_BLOCK or threads % 32:
+        raise tracer.error(f"CUDA kernel {kernel.name}: block of {threads} threads: torch_tile launches whole "
+                           f"warps, a multiple of 32 up to {MAX_BLOCK}")
+    shared = _static_int(tracer, "shared_mem", shared_mem)
+    if shared < 0:
+        raise tracer.error(f"CUDA kernel {kernel.name}: shared_mem = {shared} is negative")
+    kinds, bindings = [], []
+    for i, value in enumerate(args):
+        kind, binding = _bind(tracer, kernel, i, value)
+        kinds.append(int(kind))
+        bindings.append(binding)
+    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    if not 1 <= len(grid) <= 3:
+        raise tracer.error(f"grid must have 1 to 3 entries, got {grid!r}")
+    grid_exprs = []
+    for g in list(grid) + [1] * (3 - len(grid)):
+        if not isinstance(g, (int, SymbolicInt)) or isinstance(g, bool):
+            raise tracer.error(f"grid entries must be ints, got {g!r}")
+        grid_exprs.append(_plan.expr(encode_int(g, tracer)))
+    config = CudaLaunchConfig(kernel, _template_args(tracer, kernel, template_args), threads, shared, tuple(kinds))
+    return _plan.LaunchStep(kernel_id(kernel), config_id(config), grid_exprs, bindings, site)
