@@ -13,6 +13,7 @@ from ... import _plan
 from ..._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
 from ..._stand_ins import SymbolicFloat, TensorProxy
 from ..._trace_state import body_location
+from ..launch_grid import grid_expressions
 from .compile import CudaKernel
 from .kernels import CudaLaunchConfig, TemplateArg, config_id, kernel_id
 
@@ -103,13 +104,6 @@ def record_launch(tracer, kernel: CudaKernel, grid: Any, block: Any, args: tuple
         kind, binding = _bind(tracer, kernel, i, value)
         kinds.append(int(kind))
         bindings.append(binding)
-    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-    if not 1 <= len(grid) <= 3:
-        raise tracer.error(f"grid must have 1 to 3 entries, got {grid!r}")
-    grid_exprs = []
-    for g in list(grid) + [1] * (3 - len(grid)):
-        if not isinstance(g, (int, SymbolicInt)) or isinstance(g, bool):
-            raise tracer.error(f"grid entries must be ints, got {g!r}")
-        grid_exprs.append(_plan.expr(encode_int(g, tracer)))
+    grid_exprs = grid_expressions(tracer, grid if isinstance(grid, (tuple, list)) else (grid,))
     config = CudaLaunchConfig(kernel, _template_args(tracer, kernel, template_args), threads, shared, tuple(kinds))
     return _plan.LaunchStep(kernel_id(kernel), config_id(config), grid_exprs, bindings, site)

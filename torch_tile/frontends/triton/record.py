@@ -17,6 +17,7 @@ from ... import _descriptors, _plan
 from ..._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
 from ..._stand_ins import SymbolicFloat, TensorProxy
 from ..._trace_state import body_location
+from ..launch_grid import grid_expressions
 from .kernels import LaunchConfig, config_id, kernel_id
 from .tuples import leaf_name, leaves, map_leaves, shape_of
 
@@ -65,13 +66,7 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[_pla
 
     if callable(grid):
         grid = grid(dict(bound.arguments))
-    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-        raise tracer.error(f"grid must be a tuple of 1 to 3 ints, got {grid!r}")
-    grid_exprs = []
-    for g in list(grid) + [1] * (3 - len(grid)):
-        if not isinstance(g, (int, SymbolicInt)) or isinstance(g, bool):
-            raise tracer.error(f"grid entries must be ints, got {g!r}")
-        grid_exprs.append(_plan.expr(encode_int(g, tracer)))
+    grid_exprs = grid_expressions(tracer, grid)
 
     config = LaunchConfig(kernel, tuple(int(k) for k in kinds), statics, options, tuples)
     step = _plan.LaunchStep(kernel_id(kernel), config_id(config), grid_exprs, bindings, site)
