@@ -114,3 +114,17 @@ def test_the_cpu_path_refuses_and_the_meta_path_runs():
         ops.scale(torch.randn(10), 2.0)
     out = ops.scale(torch.empty(10, 3, device="meta", dtype=torch.float16), 2.0)
     assert out.shape == (10, 3) and out.dtype == torch.float16 and out.device.type == "meta"
+
+
+def test_a_variant_of_a_configuration_this_process_never_traced_is_a_clear_error():
+    from torch_tile.frontends.triton import compile as triton_compile
+    from torch_tile.frontends.triton.kernels import kernel_id as triton_kernel_id
+
+    from test_cpu_bundle import ops as bundle_ops
+
+    kid = cuda_kernels.kernel_id(ops.scale_kernel)
+    with pytest.raises(LookupError, match="CUDA kernel scale: launch configuration 12345 is not known in this "
+                                          "process.*export the bundle with an example of this call"):
+        cuda_kernels._compile_callback(kid, [12345, 0, 0], 90)
+    with pytest.raises(LookupError, match="Triton kernel launch configuration 12345 is not known"):
+        triton_compile._compile_callback(triton_kernel_id(bundle_ops.softmax_kernel), [12345, 0, 0, 0, 0], 90)

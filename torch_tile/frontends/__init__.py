@@ -3,3 +3,8 @@ steps while a body is traced, and compiles a kernel variant from its
 specialization key when the native runtime asks (registered with
 ``_C.register_frontend``): ``triton`` (``@triton.jit`` kernels) and ``cuda``
 (CUDA C++ compiled with NVRTC)."""
+
+# A compile callback asked for a configuration this process never traced (frontends' shared message).
+UNKNOWN_CONFIG = ("launch configuration {cid} is not known in this process: the plan launching it was not traced "
+                  "here (it came from a bundle) and the bundle has no variant for this call's specialization key; "
+                  "export the bundle with an example of this call")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from ... import _C, _cubin, _disk_cache, _plan
+from .. import UNKNOWN_CONFIG
 from .compile import CudaKernel
 from .mangled import FLOATING, INTEGER, POINTER, parameter_categories
 
@@ -116,7 +117,11 @@ def variant_metadata(config: CudaLaunchConfig, capability: int) -> dict:
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
     """Called by C++ (GIL held) on a kernel-cache miss. The key's other words (dtypes, integer widths)
     select nothing more here: the template arguments, fixed by the configuration, make the instance."""
-    return variant_metadata(_configs[words[0]], capability)
+    config = _configs.get(words[0])
+    if config is None:
+        raise LookupError(f"torch_tile: CUDA kernel {_kernels[kid].name if kid in _kernels else kid}: "
+                          + UNKNOWN_CONFIG.format(cid=words[0]))
+    return variant_metadata(config, capability)
 
 
 def register() -> None:

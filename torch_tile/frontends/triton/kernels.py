@@ -15,6 +15,7 @@ from typing import Any
 from triton.runtime.jit import JITFunction
 
 from ... import _C, _disk_cache
+from .. import UNKNOWN_CONFIG
 from ..._codegen_lock import source_parsing
 from .tuples import TupleShape, stable
 
@@ -104,8 +105,11 @@ def config_id(config: LaunchConfig) -> int:
 
 
 def launch_config(cid: int) -> LaunchConfig:
-    """The configuration of an id this process traced (KeyError otherwise)."""
-    return _registry.configs[cid]
+    """The configuration of an id this process traced (LookupError otherwise)."""
+    config = _registry.configs.get(cid)
+    if config is None:
+        raise LookupError("torch_tile: Triton kernel " + UNKNOWN_CONFIG.format(cid=cid))
+    return config
 
 
 def _stable(value: Any) -> Any:
