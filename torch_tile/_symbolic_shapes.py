@@ -17,6 +17,7 @@ from typing import Any, Optional
 import sympy
 import torch
 from torch._dynamo.source import ConstantSource
+from torch._guards import SLoc
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 from torch.utils._sympy import functions as symfn
@@ -46,12 +47,25 @@ _RELATIONS = {
 }
 
 
+class _TraceShapeEnv(ShapeEnv):
+    """A ShapeEnv that does not look for the "user frame" of each symbol and guard.
+
+    ShapeEnv records a source location for every symbol and guard by walking the
+    stack past the files ``uninteresting_files()`` lists, whose first call imports
+    torch.export, AOTAutograd's partitioners (networkx), Inductor's sizevars and
+    Dynamo's guards: half a second or more on the first trace of a process, for a
+    location torch_tile never shows (its errors name the op body itself)."""
+
+    def _get_stack_summary(self, is_debug: bool = False, framework_loc: Optional[str] = None):
+        return SLoc(framework_loc or "torch_tile trace", None), ""
+
+
 class SymbolicShapes:
     """One trace's ShapeEnv, FakeTensorMode and the atom <-> symbol maps."""
 
     def __init__(self, sink):
         self.sink = sink  # the tracer: guards and errors go there
-        self.env = ShapeEnv(duck_shape=False, specialize_zero_one=False)
+        self.env = _TraceShapeEnv(duck_shape=False, specialize_zero_one=False)
         self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=False)
         self._symbol_of: dict[tuple[int, ...], sympy.Symbol] = {}
         self._atom_of: dict[sympy.Symbol, tuple[int, ...]] = {}
