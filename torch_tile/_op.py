@@ -15,6 +15,7 @@ from ._launch_mode import launch_mode
 from ._plan import ArgKind
 from ._tracer import Tracer
 from ._version import __version__
+from .frontends.cuda import CudaKernel
 from .frontends.triton.interpret import InterpretLaunches
 from .frontends.triton.kernels import config_fingerprint, launch_config
 from .frontends.triton.writes import ANALYSIS_VERSION, written_parameters
@@ -158,7 +159,10 @@ class TileOp:
         it cannot be analysed, and the declaration is trusted. A kernel that is
         not analysable (``writes.NotAnalysable``) is remembered as such in this
         process only; an analysis that raised is reported and remembered
-        nowhere: it may be transient, so the next trace analyses again."""
+        nowhere: it may be transient, so the next trace analyses again. CUDA C++ kernels have no
+        analysis: None."""
+        if isinstance(kernel, CudaKernel):
+            return None
         if config in self._written:
             return self._written[config]
         key = _disk_cache.content_key("writes", ANALYSIS_VERSION, __version__, "triton", triton.__version__,

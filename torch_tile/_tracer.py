@@ -451,14 +451,12 @@ class Tracer(GuardSink, LaunchMode):
     # -- launches --------------------------------------------------------------------------------------
     def launch(self, kernel, grid, args, kwargs):
         self._parse_candidates.clear()
-        if isinstance(kernel, cuda.CudaKernel):  # not analysable: the op's mutates_args is trusted
-            self.launches.append(cuda.record.record_launch(self, kernel, grid, kwargs.pop("block"), args, **kwargs))
-            self._made(_plan.StepKind.LAUNCH, len(self.launches) - 1)
-            self._writes.append((kernel, None, None))
-            return None
-        if isinstance(kernel, Autotuner):
-            kernel, kwargs = self._autotuned(kernel, grid, args, kwargs)
-        step, arguments = record_launch(self, kernel, grid, args, kwargs)
+        if isinstance(kernel, cuda.CudaKernel):
+            step, arguments = cuda.record.record_launch(self, kernel, grid, kwargs.pop("block"), args, **kwargs), None
+        else:
+            if isinstance(kernel, Autotuner):
+                kernel, kwargs = self._autotuned(kernel, grid, args, kwargs)
+            step, arguments = record_launch(self, kernel, grid, args, kwargs)
         self.launches.append(step)
         self._made(_plan.StepKind.LAUNCH, len(self.launches) - 1)
         self._writes.append((kernel, step, arguments))
@@ -555,8 +553,6 @@ class Tracer(GuardSink, LaunchMode):
             if self.root_slot(slot) < self.num_inputs:
                 written.setdefault(self._input_argument[self.root_slot(slot)], operator)
         for kernel, step, arguments in self._writes:
-            if isinstance(kernel, cuda.CudaKernel):
-                return  # CUDA C++ has no write analysis: trust the declaration
             params = self.op.written_parameters(kernel, step.config, arguments)
             if params is None:
                 return  # not analysable: trust the declaration

@@ -10,6 +10,7 @@ from typing import Sequence, Union
 
 from ... import _C, _cubin, _disk_cache, _launch_mode
 from ..._version import __version__
+from .. import stable_id
 
 # Part of every cache key: a new layout of the cached entry ignores older entries.
 ENTRY_VERSION = 1
@@ -80,6 +81,8 @@ class CudaKernel:
         self.name = name
         self.options = tuple(options)
         self._options = self.options + tuple(f"-I{d}" for d in cuda_include_dirs())
+        # Same source, name and options: the same kernel, in every process (plans and bundles name it so).
+        self.stable_id = stable_id("cuda kernel", self.source, self.name, list(self.options))
 
     def __repr__(self) -> str:
         return f"CudaKernel({self.name!r}, {self.path or 'source'})"

@@ -12,8 +12,8 @@ import threading
 from dataclasses import dataclass
 from typing import Union
 
-from ... import _C, _cubin, _disk_cache, _plan
-from .. import UNKNOWN_CONFIG
+from ... import _C, _cubin, _plan
+from .. import UNKNOWN_CONFIG, stable_id
 from .compile import CudaKernel
 from .mangled import FLOATING, INTEGER, POINTER, parameter_categories
 
@@ -33,30 +33,23 @@ class CudaLaunchConfig:
 
 
 _lock = threading.Lock()
-_kernel_ids: dict[int, int] = {}  # id(CudaKernel) -> kernel id
-_kernels: dict[int, CudaKernel] = {}  # kernel id -> the first kernel with it (kept alive)
+_kernels: dict[int, CudaKernel] = {}  # kernel id -> the first kernel with it (registered with C++)
 _configs: dict[int, CudaLaunchConfig] = {}
-
-
-def _stable_id(*parts) -> int:
-    return int(_disk_cache.content_key(*parts)[:16], 16) >> 1
 
 
 def kernel_id(kernel: CudaKernel) -> int:
     """The kernel's stable id (registered with C++ on first use)."""
+    kid = kernel.stable_id
     with _lock:
-        kid = _kernel_ids.get(id(kernel))
-        if kid is None:
-            kid = _stable_id("cuda kernel", kernel.source, kernel.name, list(kernel.options))
-            _kernels.setdefault(kid, kernel)
-            _kernel_ids[id(kernel)] = kid
+        if kid not in _kernels:
+            _kernels[kid] = kernel
             _C.register_kernel(kid, kernel.name, FRONTEND)
-        return kid
+    return kid
 
 
 def config_id(config: CudaLaunchConfig) -> int:
     """The configuration's stable id (the first word of its specialization keys)."""
-    cid = _stable_id("cuda config", kernel_id(config.kernel), [[type(a).__name__, a] for a in config.template_args],
+    cid = stable_id("cuda config", kernel_id(config.kernel), [[type(a).__name__, a] for a in config.template_args],
                      config.block, config.shared_mem, list(config.kinds))
     with _lock:
         _configs.setdefault(cid, config)

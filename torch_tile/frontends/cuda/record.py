@@ -9,17 +9,15 @@ from typing import Any, Sequence
 
 import torch
 
-from ... import _plan
-from ..._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
-from ..._stand_ins import SymbolicFloat, TensorProxy
+from ... import _cubin, _plan
+from ..._expr import SymbolicInt
 from ..._trace_state import body_location
-from ..launch_grid import grid_expressions
+from ..launch_record import grid_expressions, value_binding
 from .compile import CudaKernel
 from .kernels import CudaLaunchConfig, TemplateArg, config_id, kernel_id
 
 K = _plan.BindingKind
 
-MAX_BLOCK = 1024
 DTYPE_CTYPES = {  # template arguments for tensors' element types (cuda_fp16.h / cuda_bf16.h name the halves)
     torch.float32: "float", torch.float64: "double", torch.float16: "__half", torch.bfloat16: "__nv_bfloat16",
     torch.int8: "signed char", torch.uint8: "unsigned char", torch.int16: "short", torch.int32: "int",
@@ -61,24 +59,9 @@ def _bind(tracer, kernel: CudaKernel, i: int, value: Any) -> tuple[Any, _plan.Bi
     """(kind, binding) of argument ``i``. Bindings are not specialised: the kernel sees no specialization
     bits, so keys differ only where the passed values do (dtypes, integer widths)."""
     where = f"argument {i} of CUDA kernel {kernel.name}"
-    if isinstance(value, TensorProxy):
-        return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, specialize=False, specialize_alignment=False)
-    if isinstance(value, SymbolicInt):
-        kind = K.BOOL if value.is_bool else K.INT
-        return kind, _plan.Binding(kind, expr=_plan.expr(value.encode()), specialize=False,
-                                   specialize_alignment=False)
-    if isinstance(value, bool):
-        return K.BOOL, _plan.Binding(K.BOOL, expr=_plan.expr(encode_int(int(value), tracer)), specialize=False,
-                                     specialize_alignment=False)
-    if isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise tracer.error(f"{where} = {value} does not fit in int64")
-        return K.INT, _plan.Binding(K.INT, expr=_plan.expr(encode_int(value, tracer)), specialize=False,
-                                    specialize_alignment=False)
-    if isinstance(value, float):
-        return K.FLOAT, _plan.Binding(K.FLOAT, float_value=value, specialize=False, specialize_alignment=False)
-    if isinstance(value, SymbolicFloat):
-        return K.FLOAT, _plan.Binding(K.FLOAT, value.arg, specialize=False, specialize_alignment=False)
+    bound = value_binding(tracer, where, value, specialize=False, specialize_alignment=False)
+    if bound is not None:
+        return bound
     if isinstance(value, torch.Tensor):
         raise tracer.error(f"{where} receives a tensor the op did not take or allocate")
     raise tracer.error(f"{where} receives an unsupported value {value!r} ({type(value).__name__}); CUDA kernels "
@@ -93,9 +76,9 @@ def record_launch(tracer, kernel: CudaKernel, grid: Any, block: Any, args: tuple
     if len(block) != 1 and any(_static_int(tracer, "block", b) != 1 for b in block[1:]):
         raise tracer.error(f"CUDA kernel {kernel.name}: block {block}: only 1-D blocks can be launched so far")
     threads = _static_int(tracer, "block", block[0])
-    if not 32 <= threads <= MAX_BLOCK or threads % 32:
+    if not 32 <= threads <= _cubin.MAX_THREADS_PER_BLOCK or threads % 32:
         raise tracer.error(f"CUDA kernel {kernel.name}: block of {threads} threads: torch_tile launches whole "
-                           f"warps, a multiple of 32 up to {MAX_BLOCK}")
+                           f"warps, a multiple of 32 up to {_cubin.MAX_THREADS_PER_BLOCK}")
     shared = _static_int(tracer, "shared_mem", shared_mem)
     if shared < 0:
         raise tracer.error(f"CUDA kernel {kernel.name}: shared_mem = {shared} is negative")

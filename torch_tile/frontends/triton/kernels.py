@@ -14,8 +14,8 @@ from typing import Any
 
 from triton.runtime.jit import JITFunction
 
-from ... import _C, _disk_cache
-from .. import UNKNOWN_CONFIG
+from ... import _C
+from .. import UNKNOWN_CONFIG, stable_id
 from ..._codegen_lock import source_parsing
 from .tuples import TupleShape, stable
 
@@ -52,18 +52,13 @@ def cache_key(fn: JITFunction) -> str:
         return fn.cache_key
 
 
-def _stable_id(*parts: Any) -> int:
-    """A 63-bit id from the SHA-256 of JSON parts: the same in every process."""
-    return int(_disk_cache.content_key(*parts)[:16], 16) >> 1
-
-
 def kernel_id(kernel: JITFunction) -> int:
     """The kernel's stable id (registered with C++ on first use)."""
     with _registry.lock:
         kid = _registry.kernel_ids.get(id(kernel))
         if kid is not None:
             return kid
-    kid = _stable_id("kernel", kernel.fn.__module__ + "." + kernel.fn.__qualname__, cache_key(kernel))
+    kid = stable_id("kernel", kernel.fn.__module__ + "." + kernel.fn.__qualname__, cache_key(kernel))
     with _registry.lock:
         # Same name, source and dependencies: the same binary, whichever object compiles it.
         _registry.kernels.setdefault(kid, kernel)  # keeps the JITFunction (and its id()) alive
@@ -97,7 +92,7 @@ def config_id(config: LaunchConfig) -> int:
         cid = _registry.config_ids.get(key)
         if cid is not None:
             return cid
-    cid = _stable_id("config", config_fingerprint(config))
+    cid = stable_id("config", config_fingerprint(config))
     with _registry.lock:
         _registry.configs.setdefault(cid, config)
         _registry.config_ids[key] = cid

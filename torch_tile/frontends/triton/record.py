@@ -14,10 +14,10 @@ from triton.runtime.jit import JITFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _descriptors, _plan
-from ..._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
+from ..._expr import SymbolicInt
 from ..._stand_ins import SymbolicFloat, TensorProxy
 from ..._trace_state import body_location
-from ..launch_grid import grid_expressions
+from ..launch_record import grid_expressions, value_binding
 from .kernels import LaunchConfig, config_id, kernel_id
 from .tuples import leaf_name, leaves, map_leaves, shape_of
 
@@ -113,27 +113,12 @@ def _bind(tracer, kernel, kp, name: str, value, in_tuple: bool) -> tuple[Any, _p
         return K.STATIC, _static(), _compile_time(tracer, where, value)
     if isinstance(value, tl.constexpr):  # a constant leaf (Triton folds it into the code)
         return K.STATIC, _static(), _compile_time(tracer, where, value)
-    if isinstance(value, TensorProxy):
-        return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, specialize=spec, specialize_alignment=align), None
     if isinstance(value, TensorDescriptor):
         binding, static = _descriptors.descriptor_binding(tracer, where, name, value)
         return K.TENSORDESC, binding, static
-    if isinstance(value, SymbolicInt):
-        kind = K.BOOL if value.is_bool else K.INT
-        binding = _plan.Binding(kind, expr=_plan.expr(value.encode()), specialize=spec, specialize_alignment=align)
-        return kind, binding, None
-    if isinstance(value, bool):
-        return K.BOOL, _plan.Binding(K.BOOL, expr=_plan.expr(encode_int(int(value), tracer)), specialize=spec,
-                                     specialize_alignment=align), None
-    if isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise tracer.error(f"{where} = {value} does not fit in int64")
-        return K.INT, _plan.Binding(K.INT, expr=_plan.expr(encode_int(value, tracer)), specialize=spec,
-                                    specialize_alignment=align), None
-    if isinstance(value, float):
-        return K.FLOAT, _plan.Binding(K.FLOAT, float_value=value, specialize=spec, specialize_alignment=align), None
-    if isinstance(value, SymbolicFloat):
-        return K.FLOAT, _plan.Binding(K.FLOAT, value.arg, specialize=spec, specialize_alignment=align), None
+    bound = value_binding(tracer, where, value, spec, align)
+    if bound is not None:
+        return (*bound, None)
     if value is None:
         return K.STATIC, _static(), None
     if isinstance(value, torch.Tensor):

@@ -1,0 +1,48 @@
+"""What every frontend's launch recording shares: the grid as the plan's three
+expressions, and the bindings of runtime values (tensors, ints, bools, floats)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .. import _plan
+from .._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
+from .._stand_ins import SymbolicFloat, TensorProxy
+
+K = _plan.BindingKind
+
+
+def grid_expressions(tracer, grid: Any) -> list[_plan.Expr]:
+    """``grid`` (a tuple or list of 1 to 3 ints, which may depend on sizes) as three plan expressions,
+    missing dimensions 1; a TraceError otherwise."""
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise tracer.error(f"grid must be a tuple of 1 to 3 ints, got {grid!r}")
+    exprs = []
+    for g in list(grid) + [1] * (3 - len(grid)):
+        if not isinstance(g, (int, SymbolicInt)) or isinstance(g, bool):
+            raise tracer.error(f"grid entries must be ints, got {g!r}")
+        exprs.append(_plan.expr(encode_int(g, tracer)))
+    return exprs
+
+
+def value_binding(tracer, where: str, value: Any, specialize: bool,
+                  specialize_alignment: bool) -> Optional[tuple[Any, _plan.Binding]]:
+    """(kind, binding) of a runtime value passed to a kernel parameter: a tensor (its slot), an int or bool
+    (an expression), a float; None for any other value, which the frontend handles or refuses."""
+    flags = {"specialize": specialize, "specialize_alignment": specialize_alignment}
+    if isinstance(value, TensorProxy):
+        return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, **flags)
+    if isinstance(value, SymbolicInt):
+        kind = K.BOOL if value.is_bool else K.INT
+        return kind, _plan.Binding(kind, expr=_plan.expr(value.encode()), **flags)
+    if isinstance(value, bool):
+        return K.BOOL, _plan.Binding(K.BOOL, expr=_plan.expr(encode_int(int(value), tracer)), **flags)
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise tracer.error(f"{where} = {value} does not fit in int64")
+        return K.INT, _plan.Binding(K.INT, expr=_plan.expr(encode_int(value, tracer)), **flags)
+    if isinstance(value, float):
+        return K.FLOAT, _plan.Binding(K.FLOAT, float_value=value, **flags)
+    if isinstance(value, SymbolicFloat):
+        return K.FLOAT, _plan.Binding(K.FLOAT, value.arg, **flags)
+    return None
