@@ -38,6 +38,7 @@ from torch_tile.frontends.triton.kernels import config_fingerprint, launch_confi
 from torch_tile.frontends.triton.writes import written_parameters
 
 import tuple_param_ops as T
+from test_cpu_keys import torch_tile_keys, typed
 from triton_reference import CAPABILITY, capture_launches, triton_compile_real, triton_specialization
 
 NS = "tt_cpu_tuple_params"
@@ -143,19 +144,10 @@ def _f32(n=64, offset=0, dtype=torch.float32):
     return torch.zeros(n + offset, dtype=dtype)[offset:]
 
 
-def _keys(op, args):
-    plan = op.trace(*args)
-    return plan, tt._C.testing.specialization_keys(plan, tuple(args))
-
-
-def _typed(constexprs):
-    return {path: (type(v), v) for path, v in constexprs.items()}
-
-
 def assert_key_matches_triton(op, args):
     """Every launch of op(*args): the variant torch_tile derives from the C++ key is the one
     Triton's binder derives from the real arguments. Returns (plan, key words)."""
-    plan, keys = _keys(op, args)
+    plan, keys = torch_tile_keys(op, args)
     calls = capture_launches(op, args)
     assert len(calls) == len(plan.launches) == len(keys)
     for launch, words, (kernel, kargs, kkwargs) in zip(plan.launches, keys, calls):
@@ -164,7 +156,7 @@ def assert_key_matches_triton(op, args):
         ref_options, ref_signature, ref_constexprs, ref_attrs = triton_specialization(kernel, kargs, kkwargs)
         assert signature == ref_signature
         assert [type(v) for v in signature.values()] == [type(v) for v in ref_signature.values()]  # namedtuples
-        assert _typed(constexprs) == _typed(ref_constexprs)
+        assert typed(constexprs) == typed(ref_constexprs)
         assert attrs == ref_attrs
         assert options == ref_options
     return plan, keys
@@ -228,7 +220,8 @@ def test_a_tuple_parameter_is_one_binding_per_leaf_depth_first():
 
 def test_the_structure_is_part_of_the_launch_configuration():
     p, q = _f32(), _f32()
-    configs = [_keys(op, (p, q, 5))[0].launches[0].config for op in (structure_a, structure_b, structure_named)]
+    configs = [torch_tile_keys(op, (p, q, 5))[0].launches[0].config
+               for op in (structure_a, structure_b, structure_named)]
     kinds = {launch_config(c).kinds for c in configs}
     assert len(kinds) == 1  # the same leaves...
     assert len(set(configs)) == 3  # ...in three structures: three configurations
@@ -344,7 +337,7 @@ COMPILE_CASES = ["affine", "affine-step1", "copy_rows", "add_desc", "nested", "n
 def test_compiled_variant_is_tritons_and_takes_leaves_as_its_launcher(name):
     _, op, make_args = next(c for c in KEY_CASES if c[0] == name)
     args = make_args()
-    plan, (words,) = _keys(op, args)
+    plan, (words,) = torch_tile_keys(op, args)
     (launch,) = plan.launches
     ours, our_src = tt.compile_variant(launch.kernel, words, CAPABILITY)
     ((kernel, kargs, kkwargs),) = capture_launches(op, args)
@@ -360,18 +353,18 @@ def test_compiled_variant_is_tritons_and_takes_leaves_as_its_launcher(name):
 
 
 def test_runtime_params_index_leaf_bindings():
-    plan, (words,) = _keys(T.affine, _affine_args(step=3))
+    plan, (words,) = torch_tile_keys(T.affine, _affine_args(step=3))
     entry = _compile_callback(plan.launches[0].kernel, words, CAPABILITY)
     # x, out, n, step, a, b (io[1][1], coef[1][1] and BLOCK are folded into the code)
     assert entry["runtime_params"] == [0, 1, 3, 4, 5, 6]
     assert entry["runtime_param_types"] == ["*fp32", "*fp32", "i32", "i32", "fp32", "fp32"]
-    plan, (words,) = _keys(T.affine, _affine_args(step=1))
+    plan, (words,) = torch_tile_keys(T.affine, _affine_args(step=1))
     entry = _compile_callback(plan.launches[0].kernel, words, CAPABILITY)
     assert entry["runtime_params"] == [0, 1, 3, 5, 6]  # step == 1 is a constant
 
 
 def test_descriptors_in_a_tuple_expand_in_place():
-    plan, (words,) = _keys(T.add_desc, (torch.zeros(64, 96), torch.zeros(64, 96)))
+    plan, (words,) = torch_tile_keys(T.add_desc, (torch.zeros(64, 96), torch.zeros(64, 96)))
     entry = _compile_callback(plan.launches[0].kernel, words, CAPABILITY)
     assert [b.kind for b in plan.launches[0].bindings] == [K.TENSORDESC] * 3 + [K.STATIC] * 2
     assert [b.desc.name for b in plan.launches[0].bindings[:3]] == ["descs[0]", "descs[1][0]", "descs[1][1]"]
@@ -382,7 +375,7 @@ def test_descriptors_in_a_tuple_expand_in_place():
 
 def test_the_disk_cache_check_counts_leaves():
     """Disk entries are validated against the launch's leaf bindings, not its parameters."""
-    plan, (words,) = _keys(T.affine, _affine_args(step=3))
+    plan, (words,) = torch_tile_keys(T.affine, _affine_args(step=3))
     entry = _compile_callback(plan.launches[0].kernel, words, CAPABILITY)
     assert len(words) - 1 == 9 and len(T.affine_kernel.params) == 4
     assert _cubin.launch_metadata_problem(entry, entry["cubin"], num_bindings=9) is None
