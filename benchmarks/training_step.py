@@ -28,8 +28,9 @@ import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
-from train_tiny_transformer import (MODES, TORCH_OPS, Config, agreement, available_modes,  # noqa: E402
-                                    liger_ops, ops_of, train, train_interleaved, triton_op_mirror)
+from train_tiny_transformer import (MODES, TORCH_OPS, Config, FusedOps, Trainer, agreement,  # noqa: E402
+                                    available_modes, liger_ops, ops_of, train, train_interleaved,
+                                    triton_op_mirror)
 
 from _report import write  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
@@ -79,6 +80,23 @@ def graph_replay() -> dict:
         for name, (g, _) in graphs.items():
             samples[name].append(_replay_us_per_kernel(g))
     return {name: statistics.median(v) for name, v in samples.items()}
+
+
+# The fused pieces at no cost (shape-keeping stand-ins): what no implementation of them can beat.
+FREE_PIECES = FusedOps(rms_norm=lambda x, w: x, softmax=lambda s: s, swiglu=lambda g, u: g,
+                       cross_entropy=lambda logits, target: logits[:, 0])
+
+
+def free_pieces_over_torch(steps: int) -> float:
+    """Step time of the model with free fused pieces over its pure-torch step,
+    interleaved step by step: the smallest tile/torch step ratio any fused
+    implementation could reach (the rest of the step is torch's either way)."""
+    torch_run, free_run = Trainer("torch"), Trainer("torch")
+    free_run.loss_fn = lambda tokens: free_run.model.loss(tokens, FREE_PIECES)
+    for _ in range(steps):
+        torch_run.step()
+        free_run.step()
+    return free_run.result()["step_ms"] / torch_run.result()["step_ms"]
 
 
 def _host_us(fn, iters: int = 300) -> float:
@@ -159,6 +177,7 @@ def main() -> int:
     modes = available_modes(MODES)
     runs = train_interleaved(modes, args.steps, mirror=mirror)
     step_ms = {mode: r["step_ms"] for mode, r in runs.items()}
+    floor_ratio = free_pieces_over_torch(args.steps)
     replay = graph_replay()
     floor = replay["bare launches (floor)"]
     op_costs = fused_op_costs(mirror, modes)
@@ -177,6 +196,10 @@ def main() -> int:
             "triton_op_over_tile_eager": step_ms["triton_op"] / step_ms["tile"],
             "tile_compiled_over_torch_compiled": step_ms["tile_compiled"] / step_ms["torch_compiled"],
             "tile_replay_over_floor": replay["tile ops"] / floor,
+            "free_pieces_over_torch_eager": floor_ratio,
+            # Of the step time that fused pieces can save at most, the part tile ops save.
+            "tile_share_of_possible_saving":
+                (step_ms["torch"] - step_ms["tile"]) / (step_ms["torch"] * (1 - floor_ratio)),
         },
     }
     ratios = result["ratios"]

@@ -167,14 +167,14 @@ class AtenRecorder:
         arguments = [self._argument(a, v, f"argument '{a.name}' of {what}") for a, v in zip(schema.arguments, values)]
         if written:
             self.tracer.add_aten_step(_plan.AtenStep(name, schema.overload_name, arguments, 0,
-                                                     body_location(self.tracer.op.fn)), [], written_slots=[
+                                                     body_location(*self.tracer.op.sources)), [], written_slots=[
                 self._slot_of(v, what) for a, v in zip(schema.arguments, values) if a in written])
             return out
         for r in results:
             self._check_result(r, what)
         metas = [self._proxy_dims(r, what) for r in results]
         proxies = self.tracer.add_aten_step(
-            _plan.AtenStep(name, schema.overload_name, arguments, len(results), body_location(self.tracer.op.fn)),
+            _plan.AtenStep(name, schema.overload_name, arguments, len(results), body_location(*self.tracer.op.sources)),
             metas)
         for r, p in zip(results, proxies):
             self._bind(p, r)

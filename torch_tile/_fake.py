@@ -100,7 +100,7 @@ def fake_call(op: "TileOp", args: tuple):
         with launch_mode(SkipLaunches()):
             return op.call_body(args)
     device = next((a.device for a in _flat(args) if isinstance(a, torch.Tensor)), None)
-    plan = op.trace(*[_hinted(a) for a in args], device=device)
+    plan = op.shape_plan(tuple(_hinted(a) for a in args), device)
     scalars = _scalars(args)
     # Slots: inputs by argument index, the items of Tensor[] arguments, then the tensors the plan makes.
     tensors = [*args, *(t for a, k in zip(args, op.arg_kinds) if k == ArgKind.TENSOR_LIST for t in a)]
@@ -135,8 +135,9 @@ def fake_call(op: "TileOp", args: tuple):
                 results = result if isinstance(result, (tuple, list)) else (result,)
                 tensors.extend(results[:aten.num_outputs])
     # An output that is a view of the op's own intermediate is its own tensor to the caller.
-    outputs = tuple(t if t._base is None else torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
-                    for t in (tensors[slot] for slot in plan.outputs))
+    outputs = tuple(None if t is None else t if t._base is None else
+                    torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+                    for t in (None if slot < 0 else tensors[slot] for slot in plan.outputs))  # -1: a None gradient
     if op.returns_list:
         return list(outputs)
     if op.num_returns == 0:

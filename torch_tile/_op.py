@@ -9,7 +9,9 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 import triton
 
-from . import _C, _disk_cache
+from . import _C, _disk_cache, _plan
+from ._backward import SavedLayout, gradient_body
+from ._errors import TraceError
 from ._fake import fake_call
 from ._launch_mode import launch_mode
 from ._plan import ArgKind
@@ -60,7 +62,7 @@ class TileOp:
     """
 
     def __init__(self, qualname: str, fn: Callable, mutates_args: Union[str, Iterable[str]] = (),
-                 schema: Optional[str] = None):
+                 schema: Optional[str] = None, gradient_of: Optional["TileOp"] = None):
         if "::" not in qualname:
             raise ValueError(f"torch_tile.op: name must be 'namespace::name', got {qualname!r}")
         self.qualname = qualname
@@ -103,11 +105,18 @@ class TileOp:
         self.overload = getattr(getattr(torch.ops, self.namespace), self.name).default
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
         self._lib.impl(self.name, self._interpret, "CPU")
-        _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, "CUDA")
+        # A gradient op (see _backward.py) is the traced backward of `gradient_of`.
+        self.gradient_of = gradient_of
+        _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, "CUDA",
+                       gradient_op=gradient_of is not None)
+        if gradient_of is not None:
+            _C.register_gradient_op(qualname, self.fn)
         # Calls needing no gradient stay in C++; the others run this Function.
         _C.register_autograd(qualname, self.mutated_args, _autograd_apply(self, None, None))
         self.backward_fn: Optional[Callable] = None  # as given to register_autograd
         self.setup_context_fn: Optional[Callable] = None
+        self._gradient_ops: dict[SavedLayout, TileOp] = {}  # by the layout of what the forward keeps
+        self._gradient_count = 0
         self._written: dict[int, Optional[frozenset]] = {}  # launch config id -> parameters written
         # Python calls skip torch.ops' generic argument parsing (see csrc/python/fast_caller.h).
         packet = getattr(getattr(torch.ops, self.namespace), self.name)
@@ -124,9 +133,17 @@ class TileOp:
         (``ctx.save_for_backward(...)``, plain attributes for sizes);
         ``backward(ctx, *grads)`` receives one gradient per output and returns
         one per input (``None`` for non-tensor inputs or inputs without a
-        gradient). Write the backward with tile ops so that it runs natively
-        too. Calls where no input requires grad never touch Python; the
-        others run the op under a ``torch.autograd.Function``.
+        gradient).
+
+        Calls where no input requires grad never touch Python. Calls that
+        need a gradient, on CUDA tensors, get a C++ autograd node:
+        ``setup_context`` is traced into the op's plans and ``backward`` into
+        the plans of a *gradient op* (``<ns>_grad::<name>``), so a training
+        step runs no Python once traced; write both as an op body (sizes,
+        tile ops, torch ops). Where one cannot be traced (warned once), and
+        under create_graph, functorch transforms, torch.compile and tensor
+        subclasses, the op runs under a ``torch.autograd.Function`` (or its
+        backward eagerly), as ``torch.library`` would run it.
         """
         if self.mutated_args:
             raise RuntimeError(
@@ -138,8 +155,31 @@ class TileOp:
                                "ops do not differentiate; return a tuple of tensors instead")
         if not callable(backward) or (setup_context is not None and not callable(setup_context)):
             raise TypeError(f"{self.qualname}.register_autograd: backward and setup_context must be callables")
-        _C.set_backward(self.qualname, _autograd_apply(self, backward, setup_context))
         self.backward_fn, self.setup_context_fn = backward, setup_context
+        self._gradient_ops.clear()
+        self.clear_plans()  # traced again, with what the backward needs
+        _C.set_backward(self.qualname, _autograd_apply(self, backward, setup_context))
+
+    def gradient_op(self, layout: SavedLayout) -> "TileOp":
+        """The op that computes this op's gradients from what a forward kept in ``layout``."""
+        op = self._gradient_ops.get(layout)
+        if op is None:
+            self._gradient_count += 1  # names are never reused: a defined op stays defined
+            suffix = f"_{self._gradient_count}" if self._gradient_count > 1 else ""
+            name = f"{self.namespace}_grad::{self.name}{suffix}"
+            tensor_args = [_plan.value_kind(k) == ArgKind.TENSOR for k in self.arg_kinds]
+            op = TileOp(name, gradient_body(self.qualname, layout, self.backward_fn, tensor_args),
+                        schema=layout.schema(), gradient_of=self)
+            self._gradient_ops[layout] = op
+        return op
+
+    @property
+    def sources(self) -> tuple:
+        """The user functions a trace runs, whose lines name plan steps and
+        errors: the body (a gradient op's: the registered backward) and setup_context."""
+        if self.gradient_of is not None:
+            return (self.gradient_of.backward_fn, self.fn)
+        return (self.fn,) if self.setup_context_fn is None else (self.fn, self.setup_context_fn)
 
     def __call__(self, *args, **kwargs):
         return self.overload(*args, **kwargs)
@@ -191,6 +231,11 @@ class TileOp:
         filled in, keyword-only ones by name)."""
         return Tracer(self, self._arguments(args, kwargs), device).run()
 
+    def shape_plan(self, args: tuple, device: torch.device) -> _C.LaunchPlan:
+        """The plan for arguments in schema order, traced for its shapes only
+        (the fake implementation's: no BackwardSpec, so no gradient op is made)."""
+        return Tracer(self, args, device, backward=False).run()
+
     def plans(self) -> list:
         """Copies of the launch plans the native path has (one per traced case)."""
         return _C.plans_of(self.qualname)
@@ -226,7 +271,12 @@ class TileOp:
     # Called by C++ (GIL held) when no plan matches; the dispatcher's stack
     # carries a dtype as its ScalarType code.
     def _trace(self, args: tuple) -> _C.LaunchPlan:
-        return Tracer(self, tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))).run()
+        try:
+            return Tracer(self, tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))).run()
+        except TraceError as e:
+            if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on
+                _C.run_gradient_op_eagerly(self.qualname, str(e))
+            raise
 
     def _fake(self, *args, **kwargs):
         return fake_call(self, self._arguments(args, kwargs))
@@ -236,7 +286,7 @@ class TileOp:
         # path cannot take fails here with the same TraceError (the tracer
         # checks the arguments as the CUDA kernel does).
         args = self._arguments(args, kwargs)
-        Tracer(self, args).run()
+        Tracer(self, args, backward=False).run()
         with launch_mode(InterpretLaunches()):
             return self.call_body(args)
 

@@ -29,6 +29,7 @@ AtenArg = _C.AtenArg
 AtenStep = _C.AtenStep
 PlanStep = _C.PlanStep
 LaunchPlan = _C.LaunchPlan
+BackwardSpec = _C.BackwardSpec
 
 
 def expr(encoded: tuple) -> Expr:
@@ -39,4 +40,4 @@ def expr(encoded: tuple) -> Expr:
 
 __all__ = ["ExprOp", "BindingKind", "AllocKind", "ArgKind", "is_optional", "value_kind", "StepKind", "AtenArgKind",
            "key_word", "Expr", "TensorGuard", "AllocStep", "DescriptorBinding", "Binding", "LaunchStep", "ViewStep",
-           "AtenArg", "AtenStep", "PlanStep", "LaunchPlan", "expr"]
+           "AtenArg", "AtenStep", "PlanStep", "LaunchPlan", "BackwardSpec", "expr"]

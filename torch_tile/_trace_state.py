@@ -42,11 +42,13 @@ def outside_trace():
         _local.tracer = previous
 
 
-def body_location(fn) -> str:
-    """'file:line' of the innermost frame executing ``fn`` (the op body)."""
+def body_location(*fns) -> str:
+    """'file:line' of the innermost frame executing one of ``fns`` (an op's
+    body, its setup_context, its backward; ``TileOp.sources``), else the first's definition."""
+    codes = {fn.__code__ for fn in fns}
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code is fn.__code__:
+        if frame.f_code in codes:
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
-    return f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+    return f"{fns[0].__code__.co_filename}:{fns[0].__code__.co_firstlineno}"

@@ -22,6 +22,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import _C, _aten_record, _descriptors, _expr, _plan, _stand_ins, _symbolic_shapes
 from ._aten_record import AtenRecorder
+from ._backward import native_spec
 from ._call_arguments import KERNEL_DTYPES, check_call_arguments
 from ._errors import TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
@@ -110,11 +111,13 @@ class _SymbolicTritonHelpers:
 class Tracer(GuardSink, LaunchMode):
     """Runs an op body once on stand-ins and returns its launch plan."""
 
-    def __init__(self, op: "TileOp", args: tuple, device: Optional[torch.device] = None):
+    def __init__(self, op: "TileOp", args: tuple, device: Optional[torch.device] = None, backward: bool = True):
         """``device``: the device the stand-ins report (default: the first
         tensor argument's); the fake implementation traces meta stand-ins of
-        tensors that live elsewhere."""
+        tensors that live elsewhere. ``backward``: trace the op's
+        setup_context into the plan's BackwardSpec (only the native path uses it)."""
         self.op = op
+        self._with_backward = backward
         self.num_args = len(args)
         self.guards: dict[tuple[int, ...], str] = {}
         self._allocs_before: dict[tuple[int, ...], int] = {}  # guard -> allocations made before it
@@ -226,7 +229,7 @@ class Tracer(GuardSink, LaunchMode):
 
     def error(self, message: str, overflow: bool = False) -> TraceError:
         kind = TraceOverflowError if overflow else TraceError
-        return kind(f"{self.op.qualname}: {body_location(self.op.fn)}: {message}")
+        return kind(f"{self.op.qualname}: {body_location(*self.op.sources)}: {message}")
 
     # -- allocations ------------------------------------------------------------------------------
     def _device_of(self, device) -> None:
@@ -544,7 +547,20 @@ class Tracer(GuardSink, LaunchMode):
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
                 _SymbolicTritonHelpers():
             result = self.op.call_body(self.stand_ins)
-        return self._finish(result)
+            outputs = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
+            backward = native_spec(self.op, self, result, outputs) if self._with_backward else None
+        return self._finish(result, backward)
+
+    def checkpoint(self) -> tuple:
+        """What the plan holds so far (to drop what a failed ``setup_context`` trace added)."""
+        return (len(self.order), len(self.allocs), len(self.views), len(self.aten_steps), len(self.launches),
+                self.num_made, list(self.guards), len(self._writes), len(self._aten_writes))
+
+    def rollback(self, checkpoint: tuple) -> None:
+        order, allocs, views, aten_steps, launches, self.num_made, guards, writes, aten_writes = checkpoint
+        del self.order[order:], self.allocs[allocs:], self.views[views:], self.aten_steps[aten_steps:]
+        del self.launches[launches:], self._writes[writes:], self._aten_writes[aten_writes:]
+        self.guards = {code: self.guards[code] for code in guards}
 
     def _check_mutations(self) -> None:
         """The op's declared mutates_args must be exactly the inputs its kernels write."""
@@ -577,7 +593,7 @@ class Tracer(GuardSink, LaunchMode):
                 "launches writes it: remove it from mutates_args"
             )
 
-    def _finish(self, result) -> _plan.LaunchPlan:
+    def _finish(self, result, backward=None) -> _plan.LaunchPlan:
         results = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
         if self.op.returns_list:  # one Tensor[]: any number of tensors
             if not isinstance(result, (tuple, list)):
@@ -589,6 +605,9 @@ class Tracer(GuardSink, LaunchMode):
             )
         outputs = []
         for r in results:
+            if self.op.gradient_of is not None and (r is None or isinstance(r, TensorProxy)):
+                outputs.append(-1 if r is None else r._slot)  # gradients may be None, inputs, repeated
+                continue
             if not isinstance(r, TensorProxy):
                 raise TraceError(f"{self.op.qualname}: the body must return tensors it allocated, got {r!r}")
             if self.root_slot(r._slot) < self.num_inputs:
@@ -617,4 +636,13 @@ class Tracer(GuardSink, LaunchMode):
             views=self.views,
             aten_steps=self.aten_steps,
             order=self.order,
+            backward=self._backward_spec(backward),
         )
+
+    def _backward_spec(self, backward) -> Optional[_plan.BackwardSpec]:
+        if backward is None:
+            return None
+        layout, fields = backward
+        if layout is None:
+            return _plan.BackwardSpec("", **fields)
+        return _plan.BackwardSpec(self.op.gradient_op(layout).qualname, **fields)

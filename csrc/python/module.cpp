@@ -35,7 +35,7 @@ void register_kernel(int64_t id, const std::string& name, const std::string& fro
 }
 
 void register_op(const std::string& qualname, const std::string& schema, const std::vector<int>& arg_kinds,
-                 int num_returns, py::object trace_fn, const std::string& dispatch_key) {
+                 int num_returns, py::object trace_fn, const std::string& dispatch_key, bool gradient_op) {
   std::vector<ArgKind> kinds;
   for (int k : arg_kinds) {
     if (k < 0 || k >= int(ArgKind::Count_)) throw py::value_error("register_op: unknown argument kind " + std::to_string(k));
@@ -43,9 +43,13 @@ void register_op(const std::string& qualname, const std::string& schema, const s
   }
   translating_errors([&] {
     auto op = std::make_shared<NativeOp>(qualname, schema, std::move(kinds), num_returns,
-                                         std::make_shared<PythonPlanTracer>(std::move(trace_fn)));
+                                         std::make_shared<PythonPlanTracer>(std::move(trace_fn)), gradient_op);
     register_native_op(std::move(op), dispatch_key);
   });
+}
+
+void register_gradient(const std::string& qualname, py::object body) {
+  translating_errors([&] { register_gradient_op(qualname, std::make_shared<PythonEagerGradient>(std::move(body))); });
 }
 
 void register_autograd(const std::string& qualname, const std::vector<int>& mutated_args, py::object apply_fn) {
@@ -133,8 +137,15 @@ PYBIND11_MODULE(_C, m) {
         "Creates the native variant cache of a kernel of a registered frontend.");
   m.def("register_op", &register_op, py::arg("qualname"), py::arg("schema"), py::arg("arg_kinds"),
         py::arg("num_returns"),
-        py::arg("trace_fn"), py::arg("dispatch_key") = "CUDA",
-        "Registers the native implementation of a defined op for a dispatch key.");
+        py::arg("trace_fn"), py::arg("dispatch_key") = "CUDA", py::arg("gradient_op") = false,
+        "Registers the native implementation of a defined op for a dispatch key (a `gradient_op` may return None "
+        "and its own arguments).");
+  m.def("register_gradient_op", &register_gradient, py::arg("qualname"), py::arg("body"),
+        "Declares a registered op the gradient op of differentiable ops; `body(*args)` runs it eagerly.");
+  m.def("run_gradient_op_eagerly", [](const std::string& qualname, const std::string& reason) {
+        translating_errors([&] { run_gradient_op_eagerly(qualname, reason); });
+      }, py::arg("qualname"), py::arg("reason"),
+        "Makes every later backward through a gradient op run its body eagerly (warned once with `reason`).");
   m.def("register_autograd", &register_autograd, py::arg("qualname"), py::arg("mutated_args"), py::arg("apply_fn"),
         "Registers the op's Autograd (and, for mutating ops, ADInplaceOrView) kernels; calls that need a gradient "
         "run `apply_fn` (an autograd.Function's apply).");

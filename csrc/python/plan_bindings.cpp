@@ -277,12 +277,43 @@ void bind_structures(py::module_& m) {
       .def_readonly("kind", &PlanStep::kind)
       .def_readonly("index", &PlanStep::index);
 
+  py::class_<BackwardSpec, std::shared_ptr<BackwardSpec>>(
+      m, "BackwardSpec", "What a forward keeps for its native backward (traced from setup_context)")
+      .def(py::init([](std::string gradient_op, std::string reason, std::vector<int32_t> saved, std::vector<Expr> ints,
+                       std::vector<int32_t> float_args, std::vector<double> float_values,
+                       std::vector<uint8_t> differentiable, bool materialize_grads) {
+             auto b = std::make_shared<BackwardSpec>();
+             b->gradient_op = std::move(gradient_op);
+             b->reason = std::move(reason);
+             b->saved = std::move(saved);
+             b->ints = std::move(ints);
+             b->float_args = std::move(float_args);
+             b->float_values = std::move(float_values);
+             b->differentiable = std::move(differentiable);
+             b->materialize_grads = materialize_grads;
+             return b;
+           }),
+           py::arg("gradient_op"), py::arg("reason") = "", py::arg("saved") = std::vector<int32_t>{},
+           py::arg("ints") = std::vector<Expr>{}, py::arg("float_args") = std::vector<int32_t>{},
+           py::arg("float_values") = std::vector<double>{}, py::arg("differentiable") = std::vector<uint8_t>{},
+           py::arg("materialize_grads") = true)
+      .def_readonly("gradient_op", &BackwardSpec::gradient_op)
+      .def_readonly("reason", &BackwardSpec::reason)
+      .def_readonly("saved", &BackwardSpec::saved)
+      .def_readonly("ints", &BackwardSpec::ints)
+      .def_readonly("float_args", &BackwardSpec::float_args)
+      .def_readonly("float_values", &BackwardSpec::float_values)
+      .def_readonly("differentiable", &BackwardSpec::differentiable)
+      .def_readonly("materialize_grads", &BackwardSpec::materialize_grads);
+
   py::class_<LaunchPlan>(m, "LaunchPlan", "What one traced case of an op body does: guards, then steps")
       .def(py::init([](std::vector<TensorGuard> tensor_guards, std::vector<Expr> guards, int32_t num_shape_guards,
                        std::vector<AllocStep> allocs, std::vector<LaunchStep> launches, std::vector<int32_t> outputs,
                        std::vector<ViewStep> views, std::vector<AtenStep> aten_steps,
-                       std::optional<std::vector<PlanStep>> order, int32_t num_list_tensors) {
+                       std::optional<std::vector<PlanStep>> order, int32_t num_list_tensors,
+                       std::shared_ptr<BackwardSpec> backward) {
              LaunchPlan p;
+             p.backward = std::move(backward);
              p.num_list_tensors = num_list_tensors;
              p.tensor_guards = std::move(tensor_guards);
              p.guards = std::move(guards);
@@ -304,7 +335,7 @@ void bind_structures(py::module_& m) {
            py::arg("tensor_guards"), py::arg("guards"), py::arg("num_shape_guards"), py::arg("allocs"),
            py::arg("launches"), py::arg("outputs"), py::arg("views") = std::vector<ViewStep>{},
            py::arg("aten_steps") = std::vector<AtenStep>{}, py::arg("order") = py::none(),
-           py::arg("num_list_tensors") = 0)
+           py::arg("num_list_tensors") = 0, py::arg("backward") = nullptr)
       .def_readonly("views", &LaunchPlan::views)
       .def_readonly("aten_steps", &LaunchPlan::aten_steps)
       .def_readonly("order", &LaunchPlan::order)
@@ -318,6 +349,7 @@ void bind_structures(py::module_& m) {
       .def_readonly("allocs", &LaunchPlan::allocs)
       .def_readonly("launches", &LaunchPlan::launches)
       .def_readonly("outputs", &LaunchPlan::outputs)
+      .def_readonly("backward", &LaunchPlan::backward)
       .def("__repr__", [](const LaunchPlan& p) {
         return "LaunchPlan(" + std::to_string(p.guards.size()) + " guards, " + std::to_string(p.allocs.size()) +
                " allocations, " + std::to_string(p.views.size()) + " views, " + std::to_string(p.aten_steps.size()) +

@@ -26,6 +26,7 @@ void release_with_gil(py::object& obj) {
 PythonPlanTracer::~PythonPlanTracer() { release_with_gil(trace_fn_); }
 PythonCompiler::~PythonCompiler() { release_with_gil(compile_fn_); }
 PythonDifferentiableCall::~PythonDifferentiableCall() { release_with_gil(apply_fn_); }
+PythonEagerGradient::~PythonEagerGradient() { release_with_gil(body_); }
 
 std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(NativeOp& op, const CallArgs&, const torch::jit::Stack& stack,
                                                     size_t first) {
@@ -78,6 +79,19 @@ void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::S
     const py::tuple values = py::cast<py::tuple>(result);
     for (size_t i = 0; i < returns.size(); ++i) torch::jit::push(stack, torch::jit::toIValue(values[i], returns[i].type()));
   }
+}
+
+std::vector<at::Tensor> PythonEagerGradient::run(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
+  const size_t n = op.schema().arguments().size();
+  py::gil_scoped_acquire gil;
+  counters().host_entries.fetch_add(1, std::memory_order_relaxed);
+  py::tuple args(n);
+  for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[stack.size() - n + i]);
+  torch::jit::drop(stack, n);
+  const py::tuple result = py::cast<py::tuple>(body_(*args));
+  std::vector<at::Tensor> grads;
+  for (const py::handle g : result) grads.push_back(g.is_none() ? at::Tensor() : py::cast<at::Tensor>(g));
+  return grads;
 }
 
 }  // namespace torch_tile

@@ -1,12 +1,13 @@
 // The runtime's slow-path hooks implemented by calling Python: tracing an op
 // body into a plan, compiling a kernel variant with Triton, and running an op
-// under its autograd.Function. All take the GIL; none runs in a steady state
-// that needs no gradient.
+// under its autograd.Function, running a backward eagerly. All take the GIL;
+// none runs in a steady state.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
 #include "../torch/autograd_kernel.h"
+#include "../torch/native_backward.h"
 #include "../torch/native_op.h"
 
 namespace torch_tile {
@@ -43,6 +44,16 @@ class TORCH_TILE_PY_HIDDEN PythonDifferentiableCall final : public Differentiabl
 
  private:
   pybind11::object apply_fn_;  // autograd.Function.apply: (*args) -> Tensor | tuple | None
+};
+
+class TORCH_TILE_PY_HIDDEN PythonEagerGradient final : public EagerGradient {
+ public:
+  explicit PythonEagerGradient(pybind11::object body) : body_(std::move(body)) {}
+  ~PythonEagerGradient() override;
+  std::vector<at::Tensor> run(const c10::OperatorHandle& op, torch::jit::Stack& stack) override;
+
+ private:
+  pybind11::object body_;  // the gradient op's body: (*args) -> tuple of Tensor | None
 };
 
 }  // namespace torch_tile

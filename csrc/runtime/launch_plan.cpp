@@ -111,6 +111,10 @@ void LaunchPlan::check_argument_kinds(const std::string& op, const std::vector<A
       if (reads_float && !arg.slots.empty()) float_argument(arg.slots[0], "an ATen float argument");
     }
   }
+  if (backward) {
+    for (const Expr& e : backward->ints) check(e);
+    for (int32_t arg : backward->float_args) float_argument(arg, "a saved float");
+  }
   for (const LaunchStep& l : launches) {
     for (const Expr& g : l.grid) check(g);
     for (const Binding& b : l.bindings) {
@@ -223,7 +227,17 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
   if (order.size() != allocs.size() + views.size() + aten_steps.size() + launches.size()) {
     bad_plan(op, "has a bad step order");
   }
-  for (int32_t s : outputs) check_slot(s);
+  for (int32_t s : outputs) {
+    if (s != -1) check_slot(s);
+  }
+  if (backward) {
+    for (int32_t s : backward->saved) check_slot(s);
+    for (const Expr& e : backward->ints) e.validate();
+    if (backward->float_args.size() != backward->float_values.size() ||
+        (!backward->gradient_op.empty() && backward->differentiable.size() != outputs.size())) {
+      bad_plan(op, "has a malformed backward");
+    }
+  }
 }
 
 }  // namespace torch_tile

@@ -152,6 +152,24 @@ struct LaunchStep {
   LaunchStep& operator=(LaunchStep&&) noexcept = default;
 };
 
+// What a differentiable op's forward keeps for its native backward, traced
+// from its `setup_context` (torch_tile/_backward.py). After the forward ran,
+// the tensors in `saved`, the `ints` and the floats are handed, in that order,
+// to the op's gradient op, a tile op whose body is the registered backward
+// (then one gradient per output and the needs-input-grad mask).
+struct BackwardSpec {
+  std::string gradient_op;  // its qualname; empty: this plan's calls differentiate in Python, `reason` says why
+  std::string reason;
+  std::vector<int32_t> saved;          // slots (inputs, or tensors the plan made)
+  std::vector<Expr> ints;              // evaluated on the call's arguments
+  std::vector<int32_t> float_args;     // per float: the float argument it is, or -1 for float_values[i]
+  std::vector<double> float_values;
+  std::vector<uint8_t> differentiable;  // per output (mark_non_differentiable clears it)
+  bool materialize_grads = true;       // undefined output gradients become zeros, as autograd.Function's
+  // Runtime state, not plan data: the gradient op, resolved when the plan is installed.
+  std::shared_ptr<const void> resolved;
+};
+
 struct LaunchPlan {
   std::vector<TensorGuard> tensor_guards;
   std::vector<Expr> guards;  // each must evaluate to non-zero
@@ -170,7 +188,9 @@ struct LaunchPlan {
   // The steps in the order they run, each once. Allocations, views and ATen
   // results take the slots after the arguments in this order.
   std::vector<PlanStep> order;
-  std::vector<int32_t> outputs;  // slots returned, in order
+  std::vector<int32_t> outputs;  // slots returned, in order (a gradient op's: -1 is an undefined tensor, a None)
+  // Set when the op has a registered backward (not serialized: loaded plans differentiate in Python).
+  std::shared_ptr<BackwardSpec> backward;
 
   // Tensors the plan makes (slots after the arguments and their list items).
   int num_made() const;

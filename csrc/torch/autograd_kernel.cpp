@@ -10,6 +10,8 @@
 #include <mutex>
 
 #include "../runtime/error.h"
+#include "native_backward.h"
+#include "native_op.h"
 #include "op_library.h"
 
 namespace torch_tile {
@@ -21,6 +23,8 @@ struct AutogradState {
   std::string qualname;
   std::vector<int> mutated_args;
   std::atomic<DifferentiableCall*> differentiable{nullptr};
+  std::shared_ptr<NativeOp> native;  // its CUDA kernel: calls on plain CUDA tensors differentiate natively
+  std::atomic<bool> has_backward{false};
   std::mutex mutex;
   std::vector<std::shared_ptr<DifferentiableCall>> owned;
 
@@ -44,6 +48,26 @@ bool needs_grad(const c10::IValue* args, size_t n) {
   return false;
 }
 
+// Keys under which the op's calls must see Python: tensor subclasses and
+// dispatch modes, functionalization (torch.compile), functorch transforms.
+c10::DispatchKeySet python_visible_keys() {
+  using K = c10::DispatchKey;
+  return c10::DispatchKeySet({K::Python, K::PythonTLSSnapshot, K::PythonDispatcher, K::PreDispatch, K::Functionalize,
+                              K::FuncTorchBatched, K::FuncTorchGradWrapper, K::FuncTorchDynamicLayerBackMode,
+                              K::FuncTorchDynamicLayerFrontMode, K::FuncTorchVmapMode, K::Batched});
+}
+
+// A call whose gradient the native node can own: CUDA tensors seen by no
+// Python layer, carrying no forward-mode tangents.
+bool plain_cuda_call(c10::DispatchKeySet keys, const c10::IValue* args, size_t n) {
+  static const c10::DispatchKeySet python_visible = python_visible_keys();
+  if (keys.has_any(python_visible) || keys.highestBackendKey() != c10::BackendComponent::CUDABit) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (args[i].isTensor() && args[i].toTensor()._fw_grad(/*level=*/0).defined()) return false;
+  }
+  return true;
+}
+
 class AutogradKernel final : public c10::OperatorKernel {
  public:
   explicit AutogradKernel(std::shared_ptr<AutogradState> state) : state_(std::move(state)) {}
@@ -53,6 +77,11 @@ class AutogradKernel final : public c10::OperatorKernel {
     if (!needs_grad(stack->data() + stack->size() - n, n)) {
       at::AutoDispatchBelowAutograd below;
       op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+      return;
+    }
+    if (state_->has_backward.load(std::memory_order_acquire) && state_->native &&
+        plain_cuda_call(keys, stack->data() + stack->size() - n, n) &&
+        call_with_native_backward(*state_->native, *stack)) {
       return;
     }
     DifferentiableCall* d = state_->differentiable.load(std::memory_order_acquire);
@@ -94,6 +123,7 @@ void register_autograd_kernels(const std::string& qualname, std::vector<int> mut
   state->qualname = qualname;
   state->mutated_args = std::move(mutated_args);
   state->set(std::move(differentiable));
+  state->native = find_native_op(qualname);
   with_impl_library(qualname, std::nullopt, [&](torch::Library& lib, const char* name) {
     lib.impl(name, c10::DispatchKey::Autograd,
              torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(state)));
@@ -109,6 +139,7 @@ void set_differentiable_call(const std::string& qualname, std::shared_ptr<Differ
   const std::shared_ptr<AutogradState> state = OpTable<AutogradState>::instance().find(qualname);
   if (!state) fail(ErrorKind::Value, qualname + " is not a registered tile op");
   state->set(std::move(differentiable));
+  state->has_backward.store(true, std::memory_order_release);
 }
 
 }  // namespace torch_tile

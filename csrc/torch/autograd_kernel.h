@@ -1,7 +1,9 @@
 // A tile op's Autograd and ADInplaceOrView kernels. A call that needs no
 // gradient (grad mode off, or no tensor argument requires grad) goes straight
 // below autograd in C++, so inference and LibTorch callers never leave C++.
-// A call that does need one runs the op under its autograd.Function, which
+// A call that needs one, on plain CUDA tensors, of an op with a registered
+// backward whose plan has a native backward, gets a C++ autograd node
+// (native_backward.h). Any other runs the op under its autograd.Function, which
 // the host language supplies: the op's registered backward, or one that says
 // the op has none.
 #pragma once
@@ -27,7 +29,8 @@ class DifferentiableCall {
 void register_autograd_kernels(const std::string& qualname, std::vector<int> mutated_args,
                                std::shared_ptr<DifferentiableCall> differentiable);
 
-// Replaces the op's differentiable path (when a backward is registered later).
+// Replaces the op's differentiable path when a backward is registered; from then on its plans'
+// backward specs may take calls natively.
 void set_differentiable_call(const std::string& qualname, std::shared_ptr<DifferentiableCall> differentiable);
 
 }  // namespace torch_tile

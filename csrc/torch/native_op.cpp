@@ -4,11 +4,13 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 
 #include "../runtime/counters.h"
 #include "../runtime/device_info.h"
 #include "../runtime/plan_executor.h"
 #include "aten_step.h"
+#include "native_backward.h"
 #include "dtype_map.h"
 #include "error_translation.h"
 #include "op_library.h"
@@ -154,9 +156,9 @@ c10::Device NativeOp::read_arguments(const c10::IValue* in, CallArgs& args, bool
 }
 
 NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind> arg_kinds, int num_returns,
-                   std::shared_ptr<PlanTracer> tracer)
+                   std::shared_ptr<PlanTracer> tracer, bool gradient_op)
     : qualname_(std::move(qualname)), arg_kinds_(std::move(arg_kinds)), schema_(std::move(schema)),
-      num_returns_(num_returns), tracer_(std::move(tracer)) {
+      num_returns_(num_returns), gradient_op_(gradient_op), tracer_(std::move(tracer)) {
   if (arg_kinds_.size() > size_t(kMaxOpArgs)) {
     fail(ErrorKind::NotImplemented, qualname_ + ": more than " + std::to_string(kMaxOpArgs) + " arguments");
   }
@@ -183,6 +185,7 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   counters().traces.fetch_add(1, std::memory_order_relaxed);
   plan->validate(qualname_, int(arg_kinds_.size()));
   resolve_aten_steps(qualname_, *plan);
+  resolve_backward(qualname_, *plan);
   check_signature(*plan);
   if (!plan_matches(*plan, args)) {
     fail(ErrorKind::Runtime, qualname_ + ": the traced plan's guards do not hold for the call that traced it");
@@ -190,7 +193,7 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   return *plans_.add(std::move(plan));
 }
 
-void NativeOp::call(torch::jit::Stack& stack) {
+bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
   const size_t n = arg_kinds_.size();
   const size_t first = stack.size() - n;
   const c10::IValue* in = stack.data() + first;
@@ -206,8 +209,14 @@ void NativeOp::call(torch::jit::Stack& stack) {
     if (observer != nullptr) observer->phase(CallPhase::DeviceSet);
     const LaunchPlan& plan = plan_for(args, stack, first);
     if (observer != nullptr) observer->phase(CallPhase::PlanSelected);
+    if (hook != nullptr && !hook->selected(plan)) return false;
     TorchLaunchHost host(args, in, device);
     run_plan(plan, args, host, qualname_.c_str(), observer);
+    if (hook != nullptr) hook->ran(plan, args, host);
+    if (gradient_op_) {
+      push_gradients(plan, host, stack, n);
+      return true;
+    }
     torch::jit::drop(stack, n);
     // Views among the outputs become tensors before any output is moved out (a view reads its base).
     if (!plan.views.empty()) {
@@ -225,6 +234,26 @@ void NativeOp::call(torch::jit::Stack& stack) {
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
+  return true;
+}
+
+void NativeOp::push_gradients(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
+  // Gradients may be None, an argument (a gradient passed through), or one tensor twice:
+  // all leave the host before the arguments leave the stack.
+  if (!plan.views.empty()) {  // a view reads its base, which take() moves out
+    for (int32_t slot : plan.outputs) {
+      if (slot >= 0) host.tensor(slot);
+    }
+  }
+  c10::SmallVector<at::Tensor, 8> grads;
+  const int first_made = plan.first_made(int(arg_kinds_.size()));
+  for (size_t k = 0; k < plan.outputs.size(); ++k) {
+    const int32_t slot = plan.outputs[k];
+    const bool again = std::find(plan.outputs.begin() + k + 1, plan.outputs.end(), slot) != plan.outputs.end();
+    grads.push_back(slot < 0 ? at::Tensor() : (slot < first_made || again) ? host.tensor(slot) : host.take(slot));
+  }
+  torch::jit::drop(stack, n);
+  for (at::Tensor& g : grads) torch::jit::push(stack, std::move(g));
 }
 
 namespace {
@@ -263,6 +292,13 @@ std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> Nati
 
 void NativeOp::check_signature(const LaunchPlan& plan) const {
   plan.check_argument_kinds(qualname_, arg_kinds_);
+  if (!gradient_op_) {  // as torch.library's: an op returns new tensors
+    for (int32_t slot : plan.outputs) {
+      if (slot < plan.first_made(int(arg_kinds_.size()))) {
+        fail(ErrorKind::Value, qualname_ + ": a plan returns an argument or None");
+      }
+    }
+  }
   if (!returns_list_ && int(plan.outputs.size()) != num_returns_) {
     fail(ErrorKind::Value, qualname_ + ": a plan returns " + std::to_string(plan.outputs.size()) +
                                " tensors; the schema declares " + std::to_string(num_returns_));

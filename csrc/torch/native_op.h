@@ -28,12 +28,27 @@ class PlanTracer {
                                             size_t first_arg) = 0;
 };
 
+class TorchLaunchHost;
+
+// Sees the plan one call selected and what it made: for a caller that needs
+// more than the outputs (the Autograd kernel keeps what the backward needs).
+class PlanCallHook {
+ public:
+  virtual ~PlanCallHook() = default;
+  // Whether the call runs `plan` (false: NativeOp::call returns false and leaves the stack as it was).
+  virtual bool selected(const LaunchPlan& plan) = 0;
+  // After the plan ran, before its outputs leave the host.
+  virtual void ran(const LaunchPlan& plan, const CallArgs& args, TorchLaunchHost& host) = 0;
+};
+
 class NativeOp {
  public:
   // The op's schema must already be defined (its names and alias annotations
-  // are read); `schema` is its text, "(Tensor x, ...) -> Tensor".
+  // are read); `schema` is its text, "(Tensor x, ...) -> Tensor". A
+  // `gradient_op` (the backward of a differentiable op) may return None
+  // (output slot -1) and its own arguments, as autograd's gradients may.
   NativeOp(std::string qualname, std::string schema, std::vector<ArgKind> arg_kinds, int num_returns,
-           std::shared_ptr<PlanTracer> tracer);
+           std::shared_ptr<PlanTracer> tracer, bool gradient_op = false);
 
   const std::string& qualname() const { return qualname_; }
   const std::vector<ArgKind>& arg_kinds() const { return arg_kinds_; }
@@ -53,8 +68,9 @@ class NativeOp {
   int install_plans(const OpPlans& plans);
 
   // The boxed CUDA implementation: reads arguments from the stack, selects or
-  // traces a plan, runs it on the current stream, pushes the outputs.
-  void call(torch::jit::Stack& stack);
+  // traces a plan, runs it on the current stream, pushes the outputs. With a
+  // `hook`, returns false if the hook declines the selected plan.
+  bool call(torch::jit::Stack& stack, PlanCallHook* hook = nullptr);
 
   // The compiled variants a call with these arguments needs, without a GPU:
   // the plan is selected (or traced) and run as a dry run on the arguments'
@@ -78,6 +94,8 @@ class NativeOp {
   TensorArg read_tensor(const at::Tensor& t, size_t i, int64_t index, CallArgs& args, FirstTensor& first,
                         bool any_device) const;
   const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
+  // A gradient op's outputs replace its arguments on the stack (see the constructor).
+  void push_gradients(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n);
   // Refuses a plan that does not fit the op's signature: outputs the schema's
   // returns cannot hold, unguarded list lengths, tensor guards past the inputs.
   void check_signature(const LaunchPlan& plan) const;
@@ -89,6 +107,7 @@ class NativeOp {
   std::vector<int> written_args_;
   const int num_returns_;
   bool returns_list_ = false;
+  const bool gradient_op_;
   std::shared_ptr<PlanTracer> tracer_;
   PlanSet plans_;
 };

@@ -71,7 +71,7 @@ def _bind(tracer, kernel: CudaKernel, i: int, value: Any) -> tuple[Any, _plan.Bi
 def record_launch(tracer, kernel: CudaKernel, grid: Any, block: Any, args: tuple, shared_mem: Any = 0,
                   template_args: Sequence[Any] = ()) -> _plan.LaunchStep:
     """Turns one launch of a CUDA C++ kernel in a traced body into a plan step."""
-    site = body_location(tracer.op.fn)
+    site = body_location(*tracer.op.sources)
     block = tuple(block) if isinstance(block, (tuple, list)) else (block,)
     if len(block) != 1 and any(_static_int(tracer, "block", b) != 1 for b in block[1:]):
         raise tracer.error(f"CUDA kernel {kernel.name}: block {block}: only 1-D blocks can be launched so far")

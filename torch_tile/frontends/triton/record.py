@@ -31,7 +31,7 @@ _RESERVED_OPTIONS = {"grid", "warmup", "stream", "device"}
 def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[_plan.LaunchStep, dict]:
     """Turns one ``kernel[grid](*args, **kwargs)`` in a traced body into a plan
     step; also returns the kernel's bound arguments (stand-ins) by parameter."""
-    site = body_location(tracer.op.fn)
+    site = body_location(*tracer.op.sources)
     if not isinstance(kernel, JITFunction):
         raise tracer.error(f"only @triton.jit kernels (or @triton.autotune over one) can be launched in an op body, "
                            f"got {type(kernel).__name__}")
