@@ -72,11 +72,8 @@ mul.register_autograd(_mul_backward, setup_context=_mul_setup)
 
 @tt.op(f"{NS}::scale_by")
 def scale_by(x: torch.Tensor, k: int) -> torch.Tensor:
-    """k * x, with an int argument kept for the backward (an ATen step in it)."""
-    out = torch.empty_like(x)
-    n = x.numel()
-    _scale_kernel[(triton.cdiv(n, 256),)](out, x, k, n, BLOCK=256)
-    return out
+    """k * x by ATen alone, with an int argument kept for the backward (an ATen step too)."""
+    return x * k
 
 
 def _scale_by_setup(ctx, inputs, output):
