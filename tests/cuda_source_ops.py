@@ -55,3 +55,27 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty(x.shape[0], device=x.device, dtype=torch.float32)
     row_sum_kernel[(x.shape[0],), 256](out, x, x.shape[1], shared_mem=256 * 4)
     return out
+
+
+# A specialised kernel (CudaKernel(specialize=True)): each variant sees its arguments' specialization bits
+# as macros, and writes them out: 4 * (n % 16 == 0) + 2 * (x 16-byte aligned) + (n == 1).
+SPEC_SOURCE = r"""
+#if !defined(TT_ALIGNED16_0) || !defined(TT_ALIGNED16_1) || !defined(TT_EQ1_2) || !defined(TT_DIV16_2)
+#error "torch_tile passes the specialization bits of every parameter"
+#endif
+extern "C" __global__ void facts(int* out, const float* x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 4 * TT_DIV16_2 + 2 * TT_ALIGNED16_1 + TT_EQ1_2;
+}
+"""
+
+facts_kernel = tt.CudaKernel(SPEC_SOURCE, "facts", specialize=True)
+
+
+@tt.op("cuda_test::facts")
+def facts(x: torch.Tensor) -> torch.Tensor:
+    """Per element of x, the specialization bits its kernel variant was compiled with (see SPEC_SOURCE)."""
+    n = x.numel()
+    out = torch.empty(n, device=x.device, dtype=torch.int32)
+    facts_kernel[(triton.cdiv(n, 128),), 128](out, x, n)
+    return out

@@ -128,3 +128,33 @@ def test_a_variant_of_a_configuration_this_process_never_traced_is_a_clear_error
         cuda_kernels._compile_callback(kid, [12345, 0, 0], 90)
     with pytest.raises(LookupError, match="Triton kernel launch configuration 12345 is not known"):
         triton_compile._compile_callback(triton_kernel_id(bundle_ops.softmax_kernel), [12345, 0, 0, 0, 0], 90)
+
+
+def _facts_variant(x: torch.Tensor) -> tuple[list, list, bytes]:
+    """(key words, macros, cubin) of cuda_test::facts's variant for x."""
+    [(kid, words)] = _C.variant_keys("cuda_test::facts", (x,), {})
+    config = cuda_kernels._configs[words[0]]
+    return list(words), cuda_kernels.specialization_defines(config, list(words)), \
+        cuda_kernels._compile_callback(kid, list(words), 90)["cubin"]
+
+
+def test_a_specialised_kernel_sees_triton_specialization_bits_as_macros():
+    base = torch.randn(64)
+    words32, defines32, cubin32 = _facts_variant(base[:32])   # aligned, n % 16 == 0
+    words33, defines33, cubin33 = _facts_variant(base[:33])   # aligned, n neither 1 nor a multiple of 16
+    words_off, defines_off, _ = _facts_variant(base[1:17])    # 4 bytes past an aligned address, n == 16
+    words1, defines1, _ = _facts_variant(base[:1])            # n == 1
+    assert defines32 == ["TT_ALIGNED16_0=1", "TT_ALIGNED16_1=1", "TT_EQ1_2=0", "TT_DIV16_2=1"]
+    assert defines33 == ["TT_ALIGNED16_0=1", "TT_ALIGNED16_1=1", "TT_EQ1_2=0", "TT_DIV16_2=0"]
+    assert defines_off == ["TT_ALIGNED16_0=1", "TT_ALIGNED16_1=0", "TT_EQ1_2=0", "TT_DIV16_2=1"]
+    assert defines1 == ["TT_ALIGNED16_0=1", "TT_ALIGNED16_1=1", "TT_EQ1_2=1", "TT_DIV16_2=0"]
+    assert len({tuple(w) for w in (words32, words33, words_off, words1)}) == 4  # four variants
+    assert cubin32 != cubin33  # each compiled with its own bits
+
+
+def test_an_unspecialised_kernel_has_one_variant_per_dtype_and_no_macros():
+    [(_, words32)] = _C.variant_keys("cuda_test::scale", (torch.randn(32), 2.0), {})
+    [(_, words33)] = _C.variant_keys("cuda_test::scale", (torch.randn(64)[1:34], 2.0), {})
+    assert list(words32) == list(words33)  # alignment and n % 16 do not enter the key
+    config = cuda_kernels._configs[words32[0]]
+    assert cuda_kernels.specialization_defines(config, list(words32)) == []

@@ -49,3 +49,15 @@ def test_the_launch_replays_in_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x * 3.0)
+
+
+@pytest.mark.parametrize("start, n, expected", [
+    (0, 32, 4 + 2),  # n % 16 == 0, x aligned
+    (0, 33, 2),      # x aligned only
+    (1, 16, 4),      # x 4 bytes past an aligned address
+    (0, 1, 2 + 1),   # n == 1, x aligned
+])
+def test_each_variant_of_a_specialised_kernel_runs_with_its_own_bits(start, n, expected):
+    x = torch.randn(64, device="cuda")[start:start + n]
+    out = ops.facts(x)
+    assert out.tolist() == [expected] * n

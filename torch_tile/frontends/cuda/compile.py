@@ -63,9 +63,15 @@ class CudaKernel:
         source: the translation unit's text, or the path of a ``.cu`` file.
         name: the kernel's name (without template arguments).
         options: extra NVRTC options (``-DNAME=VALUE``, ``-I<dir>``, ``-std=c++20``, ...).
+        specialize: specialise the arguments as Triton does (a pointer's 16-byte alignment, an
+            integer equal to 1 or divisible by 16), each case a variant compiled once. The variant
+            sees the bits of parameter ``i`` as macros that are 0 or 1: ``TT_ALIGNED16_<i>`` for
+            pointers, ``TT_EQ1_<i>`` and ``TT_DIV16_<i>`` for integers (``#if TT_DIV16_3``).
+            Without it (the default) arguments are not specialised and no macro is defined.
     """
 
-    def __init__(self, source: Union[str, os.PathLike], name: str, *, options: Sequence[str] = ()):
+    def __init__(self, source: Union[str, os.PathLike], name: str, *, options: Sequence[str] = (),
+                 specialize: bool = False):
         if isinstance(source, os.PathLike) or (isinstance(source, str) and source.endswith(".cu")
                                                 and "\n" not in source and os.path.isfile(source)):
             self.path = os.fspath(source)
@@ -80,9 +86,11 @@ class CudaKernel:
             raise ValueError(f"torch_tile: CudaKernel name must be the kernel's C++ identifier; got {name!r}")
         self.name = name
         self.options = tuple(options)
+        self.specialize = bool(specialize)
         self._options = self.options + tuple(f"-I{d}" for d in cuda_include_dirs())
-        # Same source, name and options: the same kernel, in every process (plans and bundles name it so).
-        self.stable_id = stable_id("cuda kernel", self.source, self.name, list(self.options))
+        # Same source, name, options and specialization: the same kernel, in every process (plans and
+        # bundles name it so).
+        self.stable_id = stable_id("cuda kernel", self.source, self.name, list(self.options), self.specialize)
 
     def __repr__(self) -> str:
         return f"CudaKernel({self.name!r}, {self.path or 'source'})"
@@ -114,16 +122,18 @@ class CudaKernel:
         return f"{self.name}<{', '.join(_template_argument(a) for a in template_args)}>"
 
     def compile(self, template_args: Sequence[Union[int, bool, str]] = (), *, capability: int,
-                label: str = "") -> CompiledCuda:
-        """The instance compiled for sm_<capability> (from the disk cache when it has it). A compile
-        error is a ValueError carrying NVRTC's log; ``label`` says who asked (e.g. the op)."""
+                label: str = "", defines: Sequence[str] = ()) -> CompiledCuda:
+        """The instance compiled for sm_<capability> (from the disk cache when it has it), with
+        ``defines`` (``NAME=VALUE``: a variant's specialization bits). A compile error is a ValueError
+        carrying NVRTC's log; ``label`` says who asked (e.g. the op)."""
         expression = self.name_expression(template_args)
         where = f"{label + ', ' if label else ''}kernel {expression}" + (f" ({self.path})" if self.path else "")
+        options = list(self._options) + [f"-D{d}" for d in defines]
         key = _disk_cache.content_key("cuda", ENTRY_VERSION, __version__, _C.nvrtc_version(), self.source,
-                                      expression, list(self._options), capability)
+                                      expression, options, capability)
 
         def build() -> tuple[dict, bytes]:
-            out = _C.compile_cuda_source(self.source, expression, list(self._options), capability, where)
+            out = _C.compile_cuda_source(self.source, expression, options, capability, where)
             return {"lowered_name": out["lowered_name"], "log": out["log"]}, out["cubin"]
 
         def validate(meta: dict, cubin: bytes):

@@ -67,12 +67,33 @@ _KIND_NAMES = {K.TENSOR: "a tensor", K.INT: "an int", K.BOOL: "a bool", K.FLOAT:
 _KIND_CATEGORIES = {K.TENSOR: POINTER, K.INT: INTEGER, K.BOOL: INTEGER, K.FLOAT: FLOATING}
 
 
-def variant_metadata(config: CudaLaunchConfig, capability: int) -> dict:
-    """Compiles the configuration's kernel instance for sm_<capability> and describes how to launch it
-    (the fields ``binary_from_python`` reads). The parameter widths come from the cubin, so the values
-    are passed as the kernel declares them; a launch whose arguments do not fit the declaration is refused."""
+def specialization_defines(config: CudaLaunchConfig, words: list[int]) -> list[str]:
+    """The macros a specialised kernel's variant sees, from its key's words (one per parameter after
+    the configuration's): ``TT_ALIGNED16_<i>`` per pointer, ``TT_EQ1_<i>`` and ``TT_DIV16_<i>`` per
+    integer, each 0 or 1 (see ``CudaKernel``)."""
+    if not config.kernel.specialize:
+        return []
+    if len(words) != 1 + len(config.kinds):
+        raise ValueError(f"torch_tile: CUDA kernel {config.kernel.name}: a key of {len(words)} words for "
+                         f"{len(config.kinds)} parameters")
+    defines = []
+    for i, (kind, word) in enumerate(zip(config.kinds, words[1:])):
+        state, kind = word & 3, K(kind)
+        if kind == K.TENSOR:
+            defines.append(f"TT_ALIGNED16_{i}={int(state == _plan.key_word.ALIGNED16)}")
+        elif kind == K.INT:
+            defines += [f"TT_EQ1_{i}={int(state == _plan.key_word.VALUE_ONE)}",
+                        f"TT_DIV16_{i}={int(state == _plan.key_word.VALUE_DIV16)}"]
+    return defines
+
+
+def variant_metadata(config: CudaLaunchConfig, capability: int, defines: list[str] = ()) -> dict:
+    """Compiles the configuration's kernel instance for sm_<capability> (with a variant's ``defines``)
+    and describes how to launch it (the fields ``binary_from_python`` reads). The parameter widths come
+    from the cubin, so the values are passed as the kernel declares them; a launch whose arguments do
+    not fit the declaration is refused."""
     kernel = config.kernel
-    compiled = kernel.compile(config.template_args, capability=capability)
+    compiled = kernel.compile(config.template_args, capability=capability, defines=defines)
     where = f"CUDA kernel {compiled.name_expression}"
     info = compiled.info()
     if info.param_sizes is None or not info.has_symbol:
@@ -108,13 +129,13 @@ def variant_metadata(config: CudaLaunchConfig, capability: int) -> dict:
 
 
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
-    """Called by C++ (GIL held) on a kernel-cache miss. The key's other words (dtypes, integer widths)
-    select nothing more here: the template arguments, fixed by the configuration, make the instance."""
+    """Called by C++ (GIL held) on a kernel-cache miss. The template arguments, fixed by the
+    configuration, make the instance; a specialised kernel's words also give its macros."""
     config = _configs.get(words[0])
     if config is None:
         raise LookupError(f"torch_tile: CUDA kernel {_kernels[kid].name if kid in _kernels else kid}: "
                           + UNKNOWN_CONFIG.format(cid=words[0]))
-    return variant_metadata(config, capability)
+    return variant_metadata(config, capability, specialization_defines(config, words))
 
 
 def register() -> None:

@@ -56,10 +56,10 @@ def _template_args(tracer, kernel: CudaKernel, values: Sequence[Any]) -> tuple[T
 
 
 def _bind(tracer, kernel: CudaKernel, i: int, value: Any) -> tuple[Any, _plan.Binding]:
-    """(kind, binding) of argument ``i``. Bindings are not specialised: the kernel sees no specialization
-    bits, so keys differ only where the passed values do (dtypes, integer widths)."""
+    """(kind, binding) of argument ``i``, specialised as Triton's if the kernel asks for it
+    (``CudaKernel(specialize=True)``); otherwise keys differ only in dtypes and integer widths."""
     where = f"argument {i} of CUDA kernel {kernel.name}"
-    bound = value_binding(tracer, where, value, specialize=False, specialize_alignment=False)
+    bound = value_binding(tracer, where, value, specialize=kernel.specialize, specialize_alignment=kernel.specialize)
     if bound is not None:
         return bound
     if isinstance(value, torch.Tensor):
