@@ -158,3 +158,19 @@ def test_an_unspecialised_kernel_has_one_variant_per_dtype_and_no_macros():
     assert list(words32) == list(words33)  # alignment and n % 16 do not enter the key
     config = cuda_kernels._configs[words32[0]]
     assert cuda_kernels.specialization_defines(config, list(words32)) == []
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("cols", [7, 3000])
+def test_the_cuda_softmax_example_compiles_for_each_dtype(dtype, cols):
+    """tile::softmax_cuda (torch_tile/kernels/softmax.cu): one instance per dtype and block, an sm_90 cubin
+    whose parameters are the launch's (results against torch: tests/test_gpu_cuda_ops.py)."""
+    from torch_tile import kernels as K
+
+    x = torch.randn(5, cols, dtype=dtype)
+    meta = metadata_of("tile::softmax_cuda", x)
+    assert meta["runtime_param_types"] == ["*i8", "*i8", "i64", "i64", "i32"]
+    assert meta["num_warps"] == (4 if cols <= 2048 else 8)
+    assert _cubin.kernel_info(meta["cubin"], meta["name"]).has_symbol
+    plan = K.softmax_cuda.trace(x, device=torch.device("cuda:0"))
+    assert [g.text for g in plan.guards if "2048" in g.text]  # the block size is chosen by a guard

@@ -61,3 +61,24 @@ def test_each_variant_of_a_specialised_kernel_runs_with_its_own_bits(start, n, e
     x = torch.randn(64, device="cuda")[start:start + n]
     out = ops.facts(x)
     assert out.tolist() == [expected] * n
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 8e-3),
+                                        (torch.float64, 1e-12)])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 33), (64, 1000), (3, 4097)])
+def test_the_cuda_softmax_matches_torch_and_the_triton_one(dtype, tol, shape):
+    from torch_tile import kernels as K
+
+    x = torch.randn(*shape, device="cuda", dtype=dtype) * 4
+    got = K.softmax_cuda(x)
+    torch.testing.assert_close(got.double(), torch.softmax(x.double(), -1), atol=tol, rtol=tol)
+    torch.testing.assert_close(got, K.softmax(x), atol=tol, rtol=tol)
+
+
+def test_the_cuda_softmax_takes_row_strides_and_empty_rows():
+    from torch_tile import kernels as K
+
+    base = torch.randn(8, 300, device="cuda")
+    x = base[:, :200]  # rows 300 apart
+    torch.testing.assert_close(K.softmax_cuda(x), torch.softmax(x, -1))
+    assert K.softmax_cuda(torch.empty(4, 0, device="cuda")).shape == (4, 0)

@@ -2,6 +2,7 @@
 
 * ``tile::add``, ``tile::add_`` (in place): elementwise vector add
 * ``tile::softmax``: fused row softmax (autograd registered in softmax_backward.py)
+* ``tile::softmax_cuda``: the same softmax with its kernel in CUDA C++ (softmax.cu, NVRTC)
 * ``tile::layer_norm``: layer-norm forward returning (out, mean, rstd) (autograd registered in layer_norm_backward.py)
 * ``tile::matmul``: tiled matrix product
 * ``tile::matmul_tma``: persistent bf16/fp16 matrix product through TMA tensor descriptors, autotuned
@@ -33,11 +34,12 @@ from .pdl_layer_norm import layer_norm_apply_kernel, layer_norm_pdl, layer_norm_
 from .rms_norm import rms_norm, rms_norm_backward
 from .softmax import softmax, softmax_kernel
 from .softmax_backward import softmax_backward
+from .softmax_cuda import softmax_cuda
 from .swiglu import swiglu, swiglu_backward
 from .tma_matmul import matmul_tma, matmul_tma_kernel
 
 __all__ = [
-    "add", "add_", "add_kernel", "softmax", "softmax_kernel",
+    "add", "add_", "add_kernel", "softmax", "softmax_kernel", "softmax_cuda",
     "layer_norm", "layer_norm_kernel", "matmul", "matmul_kernel",
     "rms_norm", "rms_norm_backward", "softmax_backward", "swiglu", "swiglu_backward",
     "cross_entropy", "cross_entropy_backward", "layer_norm_backward",

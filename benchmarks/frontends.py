@@ -1,0 +1,163 @@
+"""Each frontend's row softmax through torch_tile against that frontend's own
+Python launch (issue 15, item 4), side by side in one run.
+
+    python benchmarks/frontends.py [--rows 64] [--cols 512] [--out DIR]
+
+Rows (host µs per call at a small shape, where the host decides; GPU µs per
+call at a large one, CUDA events):
+
+  triton, torch_tile       torch.ops.tile.softmax
+  triton, own launcher     softmax_kernel[(rows,)](...) as a Triton user writes it
+  cuda C++, torch_tile     torch.ops.tile.softmax_cuda (torch_tile/kernels/softmax.cu, NVRTC)
+  cuda C++, ctypes launch  the same cubin through libcuda's cuLaunchKernel from Python (ctypes),
+                           as a user of raw NVRTC launches it
+
+cuTile has no torch_tile frontend yet: its rows are reported as missing.
+Targets: each frontend's op through torch_tile within 1.1x of the Triton op's
+host time, and >= 2x faster than that frontend's own Python launch. Needs a
+CUDA GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+import torch
+import triton
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from _report import write  # noqa: E402
+from torch_tile import kernels as K  # noqa: E402
+from torch_tile.frontends.cuda.record import ctype  # noqa: E402
+from torch_tile.kernels._common import acc_dtype  # noqa: E402
+from torch_tile.kernels.softmax_cuda import softmax_rows  # noqa: E402
+
+
+def _host_us(fn, iters: int = 2000) -> float:
+    """µs per call of ``fn`` (synchronised at both ends, best of 5 rounds)."""
+    fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - start) / iters * 1e6)
+    return best
+
+
+def _gpu_us(fn, iters: int = 200) -> float:
+    """GPU µs per call of ``fn`` (CUDA events around ``iters`` calls, best of 5 rounds)."""
+    fn()
+    best = float("inf")
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) * 1e3 / iters)
+    return best
+
+
+def triton_launch(x: torch.Tensor) -> torch.Tensor:
+    """tile::softmax's kernel through Triton's own launcher (the body of the op, run as plain Python)."""
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(n_cols)
+    K.softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK=block, ACC=acc_dtype(x.dtype),
+                                num_warps=4 if block < 2048 else 8)
+    return out
+
+
+class CtypesLaunch:
+    """tile::softmax_cuda's cubin launched with the driver API from Python (ctypes), per call: the
+    output, the argument array, cuLaunchKernel on the current stream."""
+
+    def __init__(self, x: torch.Tensor):
+        self.cuda = ctypes.CDLL("libcuda.so.1")
+        self.block = 128 if x.shape[1] <= 2048 else 256
+        major, minor = torch.cuda.get_device_capability()
+        compiled = softmax_rows.compile((ctype(x.dtype), "float", self.block), capability=major * 10 + minor)
+        torch.cuda.current_stream().synchronize()  # the primary context is current from here on
+        self.module, self.function = ctypes.c_void_p(), ctypes.c_void_p()
+        self._check(self.cuda.cuModuleLoadData(ctypes.byref(self.module), compiled.cubin), "cuModuleLoadData")
+        self._check(self.cuda.cuModuleGetFunction(ctypes.byref(self.function), self.module,
+                                                  compiled.lowered_name.encode()), "cuModuleGetFunction")
+
+    @staticmethod
+    def _check(status: int, what: str) -> None:
+        if status != 0:
+            raise RuntimeError(f"{what} failed with CUresult {status}")
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        values = (ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(x.data_ptr()), ctypes.c_longlong(x.stride(0)),
+                  ctypes.c_longlong(out.stride(0)), ctypes.c_int(x.shape[1]))
+        params = (ctypes.c_void_p * len(values))(*(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values))
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        self._check(self.cuda.cuLaunchKernel(self.function, x.shape[0], 1, 1, self.block, 1, 1, 0, stream, params,
+                                             None), "cuLaunchKernel")
+        return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=64, help="rows of the host-time shape")
+    parser.add_argument("--cols", type=int, default=512)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("frontends: needs a CUDA GPU")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    small = torch.randn(args.rows, args.cols, device="cuda")
+    large = torch.randn(16384, 4096, device="cuda")
+    reference = torch.softmax(small, -1)
+    launchers = {
+        "triton, torch_tile": K.softmax,
+        "triton, own launcher": triton_launch,
+        "cuda C++, torch_tile": K.softmax_cuda,
+        "cuda C++, ctypes launch": CtypesLaunch(small),
+    }
+    large_launchers = dict(launchers, **{"cuda C++, ctypes launch": CtypesLaunch(large)})
+    for name, fn in launchers.items():  # every launcher computes the same softmax
+        torch.testing.assert_close(fn(small), reference, atol=1e-6, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
+    host = {name: _host_us(lambda fn=fn: fn(small)) for name, fn in launchers.items()}
+    gpu = {name: _gpu_us(lambda fn=fn: fn(large)) for name, fn in large_launchers.items()}
+    triton_op = host["triton, torch_tile"]
+    ratios = {
+        "cuda_op_over_triton_op": host["cuda C++, torch_tile"] / triton_op,
+        "triton_own_over_triton_op": host["triton, own launcher"] / triton_op,
+        "cuda_own_over_cuda_op": host["cuda C++, ctypes launch"] / host["cuda C++, torch_tile"],
+    }
+    targets = {
+        "cuda C++ op within 1.1x of the Triton op (host)": ratios["cuda_op_over_triton_op"] <= 1.1,
+        "Triton op >= 2x faster than Triton's own launcher": ratios["triton_own_over_triton_op"] >= 2.0,
+        "cuda C++ op >= 2x faster than its ctypes launch": ratios["cuda_own_over_cuda_op"] >= 2.0,
+        "cuTile rows": False,  # no cuTile frontend yet
+    }
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+              "host_shape": [args.rows, args.cols], "gpu_shape": list(large.shape), "host_us": host, "gpu_us": gpu,
+              "ratios": ratios, "targets_met": targets, "missing": ["cuTile, torch_tile", "cuTile, ct.launch"]}
+    print(f"{'softmax':28s} {'host µs/call':>13s} {'GPU µs/call':>12s}")
+    for name in launchers:
+        print(f"{name:28s} {host[name]:13.2f} {gpu[name]:12.2f}")
+    for name, value in ratios.items():
+        print(f"{name:34s} {value:6.2f}")
+    for name, ok in targets.items():
+        print(f"target {name}: {'met' if ok else 'NOT met'}")
+    write(args.out, "frontends", result, host, xlabel="host µs per call", title="softmax per frontend",
+          unit="µs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
