@@ -365,3 +365,21 @@ def test_empty_like_strides_dense(make_x):
 ], ids=["sliced", "expanded"])
 def test_empty_like_strides_non_dense(make_x):
     assert_key_matches_triton(like_stride, (make_x(),))
+
+
+def test_a_registered_kernel_object_stays_alive_so_its_id_is_never_reused():
+    """The registry maps id(JITFunction) to a kernel id: an object that died could hand its id() to
+    another kernel, which would then launch the wrong binary. Every registered object is held."""
+    import gc
+    import weakref
+
+    from torch_tile.frontends.triton.kernels import kernel_id
+
+    first = kernel_id(probe_kernel)
+    twin = triton.jit(probe_kernel.fn)  # same name and source: the same kernel id, registered second
+    alive = weakref.ref(twin)
+    assert kernel_id(twin) == first
+    replacement = triton.jit(probe_kernel.fn)  # Triton 3.8 keeps the newest JITFunction of a name alive, not twin
+    del twin
+    gc.collect()
+    assert alive() is not None and replacement is not None

@@ -36,7 +36,8 @@ class LaunchConfig:
 @dataclass
 class _Registry:
     lock: threading.Lock = field(default_factory=threading.Lock)
-    kernel_ids: dict[int, int] = field(default_factory=dict)  # id(JITFunction) -> kernel id
+    # id(JITFunction) -> (kernel id, the JITFunction): held, so that its id() is never reused by another object
+    kernel_ids: dict[int, tuple[int, JITFunction]] = field(default_factory=dict)
     kernels: dict[int, JITFunction] = field(default_factory=dict)  # kernel id -> the first kernel with it
     config_ids: dict[Any, int] = field(default_factory=dict)
     configs: dict[int, LaunchConfig] = field(default_factory=dict)
@@ -55,14 +56,14 @@ def cache_key(fn: JITFunction) -> str:
 def kernel_id(kernel: JITFunction) -> int:
     """The kernel's stable id (registered with C++ on first use)."""
     with _registry.lock:
-        kid = _registry.kernel_ids.get(id(kernel))
-        if kid is not None:
-            return kid
+        known = _registry.kernel_ids.get(id(kernel))
+        if known is not None:
+            return known[0]
     kid = stable_id("kernel", kernel.fn.__module__ + "." + kernel.fn.__qualname__, cache_key(kernel))
     with _registry.lock:
         # Same name, source and dependencies: the same binary, whichever object compiles it.
-        _registry.kernels.setdefault(kid, kernel)  # keeps the JITFunction (and its id()) alive
-        _registry.kernel_ids[id(kernel)] = kid
+        _registry.kernels.setdefault(kid, kernel)
+        _registry.kernel_ids[id(kernel)] = (kid, kernel)
         _C.register_kernel(kid, kernel.fn.__name__, FRONTEND)
         return kid
 
