@@ -157,3 +157,16 @@ def test_fake_implementation_makes_no_gradient_op():
 def test_a_spec_that_keeps_the_python_path_is_a_valid_plan():
     plan = ops.reads_data_in_setup.trace(torch.randn(8), device=CUDA)
     plan.validate(ops.reads_data_in_setup.qualname, 1)  # was refused as "a malformed backward"
+
+
+def test_only_gradient_ops_may_return_none_or_their_arguments():
+    from torch_tile import _plan
+
+    x = torch.randn(16)
+    plan = ops.scale.trace(x, 2.0, device=CUDA)
+    for outputs in ([-1], [0]):  # None; the argument itself
+        bad = _plan.LaunchPlan(tensor_guards=list(plan.tensor_guards), guards=list(plan.guards),
+                               num_shape_guards=plan.num_shape_guards, allocs=list(plan.allocs),
+                               launches=list(plan.launches), outputs=outputs)
+        with pytest.raises(ValueError, match="returns an argument or None"):
+            ops.scale.load_plans(ops.scale.export_plans([bad]))
