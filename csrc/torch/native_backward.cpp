@@ -72,10 +72,13 @@ class TileBackward final : public Node {
     bool eager = gradient.run_eagerly.load(std::memory_order_acquire);
     torch::jit::Stack stack;
     stack.reserve(saved_.size() + ints_.size() + floats_.size() + grads.size() + 1);
-    for (const torch::autograd::SavedVariable& s : saved_) {
-      at::Tensor t = s.unpack(getptr());  // refuses tensors modified in place since, or freed
-      eager = eager || (graph && t.requires_grad());
-      stack.emplace_back(std::move(t));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);  // against release_variables() of a concurrent backward
+      for (const torch::autograd::SavedVariable& s : saved_) {
+        at::Tensor t = s.unpack(getptr());  // refuses tensors modified in place since, or freed
+        eager = eager || (graph && t.requires_grad());
+        stack.emplace_back(std::move(t));
+      }
     }
     for (int64_t v : ints_) stack.emplace_back(v);
     for (double v : floats_) stack.emplace_back(v);
@@ -114,6 +117,7 @@ class TileBackward final : public Node {
   }
 
   void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
     for (torch::autograd::SavedVariable& s : saved_) s.reset_data();
   }
 
