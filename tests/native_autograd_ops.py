@@ -129,3 +129,17 @@ def _reads_data_backward(ctx, grad):
 
 
 reads_data_in_backward.register_autograd(_reads_data_backward)
+
+
+@tt.op(f"{NS}::with_stat")
+def with_stat(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(2x, a statistic of x's shape marked non-differentiable, which the backward still reads)."""
+    return scale(x, 2.0), scale(x, 0.5)
+
+
+def _with_stat_setup(ctx, inputs, output):
+    ctx.mark_non_differentiable(output[1])
+
+
+with_stat.register_autograd(lambda ctx, grad, grad_stat: scale(grad.contiguous(), 2.0) + grad_stat,
+                            setup_context=_with_stat_setup)

@@ -49,9 +49,11 @@ def test_gradient_plan_calls_the_backward_tile_op_and_returns_none_for_eps():
     x, w = torch.randn(6, 40), torch.randn(40)
     plan = K.rms_norm.trace(x, w, 1e-6, device=CUDA)
     out, rstd = K.rms_norm(x, w, 1e-6)
-    grad_plan = _gradient_op(plan).trace(x, w, rstd, torch.randn_like(out), torch.zeros_like(rstd), 0b111,
-                                         device=CUDA)
+    # rstd's gradient (non-differentiable) is not passed: its size is, for zeros the backward never reads.
+    assert [e.text for e in plan.backward.ints] == ["x.size(0)"]
+    grad_plan = _gradient_op(plan).trace(x, w, rstd, 6, torch.randn_like(out), None, 0b111, device=CUDA)
     assert [s.name for s in grad_plan.aten_steps] == ["tile::rms_norm_backward"]
+    assert len(grad_plan.allocs) == 0  # no zeros made
     assert grad_plan.outputs[2] == -1  # eps's gradient is None
 
 
@@ -170,3 +172,15 @@ def test_only_gradient_ops_may_return_none_or_their_arguments():
                                launches=list(plan.launches), outputs=outputs)
         with pytest.raises(ValueError, match="returns an argument or None"):
             ops.scale.load_plans(ops.scale.export_plans([bad]))
+
+
+def test_zeros_for_a_non_differentiable_output_are_made_where_the_backward_reads_them():
+    x = torch.randn(24)
+    plan = ops.with_stat.trace(x, device=CUDA)
+    assert list(plan.backward.differentiable) == [1, 0]
+    grad_op = _gradient_op(plan)
+    grad = torch.randn(24)
+    grad_plan = grad_op.trace(24, grad, None, 0b1, device=CUDA)
+    assert [a.zero for a in grad_plan.allocs] == [True]  # zeros(24), read by the backward's `+`
+    got = grad_op.fn(24, grad, None, 0b1)  # eagerly: real zeros
+    torch.testing.assert_close(got[0], 2 * grad)

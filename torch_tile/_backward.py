@@ -35,6 +35,7 @@ from . import _plan
 from ._errors import TraceError
 from ._expr import SymbolicInt, encode_int
 from ._stand_ins import SymbolicFloat, TensorProxy
+from ._trace_state import current_tracer
 
 # Attribute values a plan keeps as they are (the gradient op's plans are traced with them).
 _CONSTANTS = (type(None), bool, str, torch.dtype, torch.device)
@@ -52,6 +53,7 @@ class SavedLayout:
     being ("tensor" | "int" | "bool" | "float", index) or ("const", value)."""
     saved: tuple
     attrs: tuple
+    zero_grads: tuple  # per non-differentiable output: (output, first of its sizes in the ints, rank, dtype)
     num_tensors: int
     num_ints: int
     num_floats: int
@@ -158,8 +160,15 @@ def backward_spec(recording: _Recording, num_args: int, sink) -> tuple[SavedLayo
     for name, value in recording.attrs.items():
         leaves, spec = pytree.tree_flatten(value)
         attrs.append((name, spec, tuple(leaf(name, v) for v in leaves)))
-    layout = SavedLayout(saved, tuple(attrs), len(slots), len(ints), len(float_args), len(recording.outputs),
-                         num_args)
+    # The node passes no gradient for a non-differentiable output: the body makes its zeros, if it reads them.
+    zero_grads = []
+    if recording.materialize:
+        for k in sorted(recording.non_differentiable):
+            out = recording.outputs[k]
+            zero_grads.append((k, len(ints), out.dim(), out.dtype))
+            ints.extend(_plan.expr(encode_int(s, sink)) for s in out.shape)
+    layout = SavedLayout(saved, tuple(attrs), tuple(zero_grads), len(slots), len(ints), len(float_args),
+                         len(recording.outputs), num_args)
     spec = dict(saved=slots, ints=ints, float_args=float_args, float_values=float_values,
                 differentiable=[0 if i in recording.non_differentiable else 1 for i in range(len(recording.outputs))],
                 materialize_grads=recording.materialize)
@@ -203,8 +212,13 @@ def gradient_body(qualname: str, layout: SavedLayout, backward: Callable, tensor
     t, i, f, g = layout.num_tensors, layout.num_ints, layout.num_floats, layout.num_outputs
 
     def body(*args):
-        ctx = ReplayContext(layout, args[:t], args[t:t + i], args[t + i:t + i + f], args[-1])
-        result = backward(ctx, *args[t + i + f:t + i + f + g])
+        ints = args[t:t + i]
+        ctx = ReplayContext(layout, args[:t], ints, args[t + i:t + i + f], args[-1])
+        grads = list(args[t + i + f:t + i + f + g])
+        for k, first, rank, dtype in layout.zero_grads:  # autograd.Function's zeros, made only where read
+            if grads[k] is None:
+                grads[k] = _zeros(list(ints[first:first + rank]), dtype, grads)
+        result = backward(ctx, *grads)
         result = result if isinstance(result, tuple) else (result,)
         if len(result) != layout.num_args:
             raise TraceError(f"{qualname}: the backward returned {len(result)} gradient(s), expected "
@@ -216,6 +230,15 @@ def gradient_body(qualname: str, layout: SavedLayout, backward: Callable, tensor
         return result
 
     return body
+
+
+def _zeros(size: list, dtype: torch.dtype, grads: list):
+    """Zeros for a non-differentiable output's gradient: deferred in a trace, else on the gradients' device."""
+    tracer = current_tracer()
+    if tracer is not None:
+        return tracer.deferred_zeros(size, dtype)
+    device = next(g.device for g in grads if isinstance(g, torch.Tensor))
+    return torch.zeros(size, dtype=dtype, device=device)
 
 
 def native_spec(op, tracer, result, outputs: list) -> Optional[tuple[Optional[SavedLayout], dict]]:

@@ -108,6 +108,29 @@ class _SymbolicTritonHelpers:
                 _descriptors.restore_post_init()
 
 
+class _DeferredZeros(TensorProxy):
+    """Zeros allocated in the plan at the first use of their slot (a step, a launch, an
+    output), and never if the body only asks their sizes: what a gradient op's body gets for a
+    non-differentiable output, whose gradient backwards rarely read (autograd.Function
+    materialises those zeros on every call)."""
+
+    def __init__(self, tracer: "Tracer", size: list, dtype: torch.dtype):
+        self._allocated: Optional[TensorProxy] = None
+        values = [s.value if isinstance(s, SymbolicInt) else s for s in size]
+        super().__init__(tracer, -1, "zeros", TensorMeta(values, contiguous_strides(values), dtype), list(size),
+                         list(contiguous_strides(size)))
+
+    @property
+    def _slot(self) -> int:
+        if self._allocated is None:
+            self._allocated = self._tracer._alloc(list(self._sizes), self._meta.dtype, zero=True)
+        return self._allocated._slot
+
+    @_slot.setter
+    def _slot(self, value: int) -> None:  # TensorProxy.__init__'s placeholder: the slot is the allocation's
+        pass
+
+
 class Tracer(GuardSink, LaunchMode):
     """Runs an op body once on stand-ins and returns its launch plan."""
 
@@ -402,6 +425,10 @@ class Tracer(GuardSink, LaunchMode):
         slot = self._made(_plan.StepKind.ALLOC, len(self.allocs) - 1)
         self.num_made += 1
         return TensorProxy(self, slot, f"out{len(self.allocs) - 1}", meta, sizes, strides)
+
+    def deferred_zeros(self, size: list, dtype: torch.dtype) -> TensorProxy:
+        """``torch.zeros(size, dtype)`` that the plan allocates only if the body uses it."""
+        return _DeferredZeros(self, size, dtype)
 
     def _alloc(self, size: list, dtype: torch.dtype, zero: bool) -> TensorProxy:
         self.check_dtype(dtype)

@@ -84,7 +84,8 @@ class TileBackward final : public Node {
     for (double v : floats_) stack.emplace_back(v);
     for (size_t k = 0; k < grads.size(); ++k) {
       at::Tensor& g = grads[k];
-      if (!g.defined() && spec_->materialize_grads) g = input_metadata(k).zeros_like();
+      // A non-differentiable output's zeros are the gradient op's to make, where its body reads them.
+      if (!g.defined() && spec_->materialize_grads && spec_->differentiable[k]) g = input_metadata(k).zeros_like();
       eager = eager || (graph && g.defined() && g.requires_grad());
       stack.emplace_back(g.defined() ? c10::IValue(std::move(g)) : c10::IValue());
     }
