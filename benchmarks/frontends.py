@@ -24,7 +24,6 @@ import argparse
 import ctypes
 import os
 import sys
-import time
 
 import torch
 import triton
@@ -32,24 +31,11 @@ import triton
 sys.path.insert(0, os.path.dirname(__file__))
 
 from _report import write  # noqa: E402
+from _timing import host_us  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
 from torch_tile.frontends.cuda.record import ctype  # noqa: E402
 from torch_tile.kernels._common import acc_dtype  # noqa: E402
 from torch_tile.kernels.softmax_cuda import softmax_rows  # noqa: E402
-
-
-def _host_us(fn, iters: int = 2000) -> float:
-    """µs per call of ``fn`` (synchronised at both ends, best of 5 rounds)."""
-    fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - start) / iters * 1e6)
-    return best
 
 
 def _gpu_us(fn, iters: int = 200) -> float:
@@ -130,7 +116,7 @@ def main() -> int:
     large_launchers = dict(launchers, **{"cuda C++, ctypes launch": CtypesLaunch(large)})
     for name, fn in launchers.items():  # every launcher computes the same softmax
         torch.testing.assert_close(fn(small), reference, atol=1e-6, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
-    host = {name: _host_us(lambda fn=fn: fn(small)) for name, fn in launchers.items()}
+    host = {name: host_us(lambda fn=fn: fn(small), iters=2000) for name, fn in launchers.items()}
     gpu = {name: _gpu_us(lambda fn=fn: fn(large)) for name, fn in large_launchers.items()}
     triton_op = host["triton, torch_tile"]
     ratios = {

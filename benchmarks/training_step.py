@@ -21,7 +21,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 import torch
 import triton
@@ -33,6 +32,7 @@ from train_tiny_transformer import (MODES, TORCH_OPS, Config, FusedOps, Trainer,
                                     triton_op_mirror)
 
 from _report import write  # noqa: E402
+from _timing import host_us  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
 
 GRAPH_KERNELS = 256
@@ -99,20 +99,6 @@ def free_pieces_over_torch(steps: int) -> float:
     return free_run.result()["step_ms"] / torch_run.result()["step_ms"]
 
 
-def _host_us(fn, iters: int = 300) -> float:
-    """µs per call of ``fn`` (synchronised at both ends, best of 5 rounds)."""
-    fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - start) / iters * 1e6)
-    return best
-
-
 def fused_op_costs(mirror, modes, cfg: Config = Config()) -> dict:
     """µs per call of each fused piece of the model at its training shape, per
     implementation: forward without grad, forward with grad, forward+backward.
@@ -144,9 +130,9 @@ def fused_op_costs(mirror, modes, cfg: Config = Config()) -> dict:
                 fn(*grads).backward(seed)
 
             costs[f"{name} {impl}"] = {
-                "forward_no_grad": _host_us(lambda fn=fn, args=args: fn(*args)),
-                "forward_grad": _host_us(lambda fn=fn, grads=grads: fn(*grads)),
-                "forward_backward": _host_us(forward_backward),
+                "forward_no_grad": host_us(lambda fn=fn, args=args: fn(*args)),
+                "forward_grad": host_us(lambda fn=fn, grads=grads: fn(*grads)),
+                "forward_backward": host_us(forward_backward),
             }
     return costs
 
