@@ -58,11 +58,13 @@ c10::DispatchKeySet python_visible_keys() {
 }
 
 // A call whose gradient the native node can own: CUDA tensors seen by no
-// Python layer, carrying no forward-mode tangents.
+// Python layer, carrying no forward-mode tangents, and no Tensor[] argument
+// (whose gradients the Python path refuses with its own error).
 bool plain_cuda_call(c10::DispatchKeySet keys, const c10::IValue* args, size_t n) {
   static const c10::DispatchKeySet python_visible = python_visible_keys();
   if (keys.has_any(python_visible) || keys.highestBackendKey() != c10::BackendComponent::CUDABit) return false;
   for (size_t i = 0; i < n; ++i) {
+    if (args[i].isTensorList()) return false;
     if (args[i].isTensor() && args[i].toTensor()._fw_grad(/*level=*/0).defined()) return false;
   }
   return true;
