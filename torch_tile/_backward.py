@@ -229,6 +229,7 @@ def gradient_body(qualname: str, layout: SavedLayout, backward: Callable, tensor
                                  "tensor: return None there")
         return result
 
+    body.__wrapped__ = backward  # its lines name the gradient op's steps and errors (TileOp.sources)
     return body
 
 

@@ -178,7 +178,7 @@ class TileOp:
         """The user functions a trace runs, whose lines name plan steps and
         errors: the body (a gradient op's: the registered backward) and setup_context."""
         if self.gradient_of is not None:
-            return (self.gradient_of.backward_fn, self.fn)
+            return (self.fn.__wrapped__, self.fn)
         return (self.fn,) if self.setup_context_fn is None else (self.fn, self.setup_context_fn)
 
     def __call__(self, *args, **kwargs):
