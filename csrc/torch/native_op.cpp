@@ -292,13 +292,6 @@ std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> Nati
 
 void NativeOp::check_signature(const LaunchPlan& plan) const {
   plan.check_argument_kinds(qualname_, arg_kinds_);
-  if (!gradient_op_) {  // as torch.library's: an op returns new tensors
-    for (int32_t slot : plan.outputs) {
-      if (slot < plan.first_made(int(arg_kinds_.size()))) {
-        fail(ErrorKind::Value, qualname_ + ": a plan returns an argument or None");
-      }
-    }
-  }
   if (!returns_list_ && int(plan.outputs.size()) != num_returns_) {
     fail(ErrorKind::Value, qualname_ + ": a plan returns " + std::to_string(plan.outputs.size()) +
                                " tensors; the schema declares " + std::to_string(num_returns_));
@@ -329,6 +322,13 @@ void NativeOp::check_signature(const LaunchPlan& plan) const {
   for (const TensorGuard& g : plan.tensor_guards) {
     if (g.arg >= plan.first_made(int(arg_kinds_.size()))) {
       fail(ErrorKind::Value, qualname_ + ": a plan guards tensor slot " + std::to_string(g.arg) + ", which no input holds");
+    }
+  }
+  if (!gradient_op_) {  // as torch.library's: an op returns new tensors
+    for (int32_t slot : plan.outputs) {
+      if (slot < plan.first_made(int(arg_kinds_.size()))) {
+        fail(ErrorKind::Value, qualname_ + ": a plan returns an argument or None");
+      }
     }
   }
 }
