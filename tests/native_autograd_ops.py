@@ -143,3 +143,18 @@ def _with_stat_setup(ctx, inputs, output):
 
 with_stat.register_autograd(lambda ctx, grad, grad_stat: scale(grad.contiguous(), 2.0) + grad_stat,
                             setup_context=_with_stat_setup)
+
+
+@tt.op(f"{NS}::keeps_an_object")
+def keeps_an_object(x: torch.Tensor) -> torch.Tensor:
+    """2x; its setup_context computes a tensor, then keeps an object no plan can hold."""
+    return scale(x, 2.0)
+
+
+def _keeps_an_object_setup(ctx, inputs, output):
+    ctx.doubled = inputs[0] * 2  # an ATen step in the trace
+    ctx.handle = object()
+
+
+keeps_an_object.register_autograd(lambda ctx, grad: scale(grad.contiguous(), 2.0),
+                                  setup_context=_keeps_an_object_setup)

@@ -184,3 +184,9 @@ def test_zeros_for_a_non_differentiable_output_are_made_where_the_backward_reads
     assert [a.zero for a in grad_plan.allocs] == [True]  # zeros(24), read by the backward's `+`
     got = grad_op.fn(24, grad, None, 0b1)  # eagerly: real zeros
     torch.testing.assert_close(got[0], 2 * grad)
+
+
+def test_a_setup_context_keeping_an_object_keeps_the_python_path_and_leaves_no_steps():
+    plan = ops.keeps_an_object.trace(torch.randn(8), device=CUDA)
+    assert plan.backward.gradient_op == "" and "holds a object" in plan.backward.reason
+    assert [s.name for s in plan.aten_steps] == [f"{ops.NS}::scale"]  # the setup's `* 2` was dropped

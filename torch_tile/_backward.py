@@ -129,9 +129,9 @@ def record_setup(setup_context: Callable, inputs: tuple, output, outputs: list) 
     return ctx._recording
 
 
-def backward_spec(recording: _Recording, num_args: int, sink) -> tuple[SavedLayout, _plan.BackwardSpec]:
-    """The layout of what ``setup_context`` kept, and the plan's spec of where
-    each value comes from (``gradient_op`` filled in by the caller)."""
+def backward_spec(recording: _Recording, num_args: int, sink) -> tuple[SavedLayout, dict]:
+    """The layout of what ``setup_context`` kept, and the fields of the plan's
+    ``BackwardSpec`` saying where each value comes from (the caller adds ``gradient_op``)."""
     slots: list[int] = []
     ints: list = []
     float_args: list[int] = []
@@ -244,22 +244,17 @@ def _zeros(size: list, dtype: torch.dtype, grads: list):
 
 def native_spec(op, tracer, result, outputs: list) -> Optional[tuple[Optional[SavedLayout], dict]]:
     """Traces ``op``'s setup_context for a forward plan: (layout, spec fields),
-    or (None, {"reason": ...}) when its calls must differentiate in Python.
-    None when the op has no backward."""
+    or (None, {"reason": ...}) when its calls must differentiate in Python (what
+    the setup trace recorded is then dropped from the plan). None when the op
+    has no backward."""
     if op.backward_fn is None:
         return None
-    if op.setup_context_fn is None:
-        recording = _Recording(outputs)
-    else:
-        checkpoint = tracer.checkpoint()
-        try:
-            recording = record_setup(op.setup_context_fn, tuple(tracer.stand_ins), result, outputs)
-        except (NotNative, TraceError) as e:
-            tracer.rollback(checkpoint)
-            code = op.setup_context_fn.__code__
-            return None, {"reason": f"{code.co_filename}:{code.co_firstlineno}: {type(e).__name__}: {e}"}
+    checkpoint = tracer.checkpoint()
     try:
+        recording = _Recording(outputs) if op.setup_context_fn is None else \
+            record_setup(op.setup_context_fn, tuple(tracer.stand_ins), result, outputs)
         return backward_spec(recording, len(op.arg_names), tracer)
-    except NotNative as e:
-        code = op.setup_context_fn.__code__
-        return None, {"reason": f"{code.co_filename}:{code.co_firstlineno}: {e}"}
+    except (NotNative, TraceError) as e:
+        tracer.rollback(checkpoint)
+        code = (op.setup_context_fn or op.backward_fn).__code__
+        return None, {"reason": f"{code.co_filename}:{code.co_firstlineno}: {type(e).__name__}: {e}"}

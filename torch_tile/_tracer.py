@@ -108,6 +108,11 @@ class _SymbolicTritonHelpers:
                 _descriptors.restore_post_init()
 
 
+def _returned(result) -> list:
+    """What a body returned, as a list (None: nothing; a tuple or list: its items)."""
+    return [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
+
+
 class _DeferredZeros(TensorProxy):
     """Zeros allocated in the plan at the first use of their slot (a step, a launch, an
     output), and never if the body only asks their sizes: what a gradient op's body gets for a
@@ -574,8 +579,7 @@ class Tracer(GuardSink, LaunchMode):
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
                 _SymbolicTritonHelpers():
             result = self.op.call_body(self.stand_ins)
-            outputs = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
-            backward = native_spec(self.op, self, result, outputs) if self._with_backward else None
+            backward = native_spec(self.op, self, result, _returned(result)) if self._with_backward else None
         return self._finish(result, backward)
 
     def checkpoint(self) -> tuple:
@@ -621,7 +625,7 @@ class Tracer(GuardSink, LaunchMode):
             )
 
     def _finish(self, result, backward=None) -> _plan.LaunchPlan:
-        results = [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
+        results = _returned(result)
         if self.op.returns_list:  # one Tensor[]: any number of tensors
             if not isinstance(result, (tuple, list)):
                 raise TraceError(f"{self.op.qualname}: the schema returns Tensor[]; the body returned {result!r}")
