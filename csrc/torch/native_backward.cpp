@@ -89,11 +89,11 @@ class TileBackward final : public Node {
       eager = eager || (graph && g.defined() && g.requires_grad());
       stack.emplace_back(g.defined() ? c10::IValue(std::move(g)) : c10::IValue());
     }
-    int64_t needs_input_grad = 0;
+    uint64_t needs_input_grad = 0;  // unsigned: bit 63 (a 64th argument) is no signed overflow
     for (size_t i = 0; i < num_args_; ++i) {
-      if (task_should_compute_output(i)) needs_input_grad |= int64_t(1) << i;
+      if (task_should_compute_output(i)) needs_input_grad |= uint64_t(1) << i;
     }
-    stack.emplace_back(needs_input_grad);
+    stack.emplace_back(int64_t(needs_input_grad));
     const size_t num_inputs = stack.size();
     if (!eager) {
       try {
