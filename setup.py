@@ -95,7 +95,8 @@ class Build(BuildExtension.with_options(use_ninja=True)):
         against, and the public header beside it."""
         include = os.path.join(package_dir, "include", "torch_tile")
         os.makedirs(include, exist_ok=True)
-        shutil.copy(os.path.join(ROOT, "csrc", "include", "torch_tile", "torch_tile.h"), include)
+        for header in glob.glob(os.path.join(ROOT, "csrc", "include", "torch_tile", "*.h")):
+            shutil.copy(header, include)
         torch_root = os.path.dirname(torch.__file__)
         with open(os.path.join(ROOT, "cmake", "torch_tileConfig.cmake.in")) as f:
             text = f.read()

@@ -24,6 +24,16 @@ def test_a_failed_load_unloads_its_module():
     assert loaded == 1 and unloaded == 1
 
 
+def test_declared_parameter_widths_are_checked_against_the_kernel_at_load():
+    # Device ordinals no real test uses (device properties are cached per ordinal).
+    assert _C.testing.param_check_message([8, 4, 8], [8, 4, 8], 62) == ""
+    assert _C.testing.param_check_message([8, 4, 8, 8, 8], [8, 4, 8], 61) == ""  # Triton's two scratch pointers
+    message = _C.testing.param_check_message([8, 8], [8, 4], 60)
+    assert message == "kernel probe: parameter 1 is declared 8 bytes wide, but the launch passes 4 bytes there"
+    message = _C.testing.param_check_message([8, 4, 4], [8, 4], 59)
+    assert message == "kernel probe declares 3 parameters, but the launch passes 2"
+
+
 def test_dispatcher_chain_feeds_each_output_to_the_next_call():
     # benchmarks/real_wrappers.py times aten::_to_copy + a tile op this way on the GPU; any ops run on CPU
     # tensors. Overloads, kwargs and `...` (the previous output, positional or keyword) all reach the

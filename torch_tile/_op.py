@@ -22,16 +22,6 @@ from .frontends.triton.interpret import InterpretLaunches
 from .frontends.triton.kernels import config_fingerprint, launch_config
 from .frontends.triton.writes import ANALYSIS_VERSION, written_parameters
 
-# The argument kind of each schema type a tile op takes (ArgKind is the C++ runtime's).
-_ARG_KINDS = {"Tensor": ArgKind.TENSOR, "int": ArgKind.INT, "SymInt": ArgKind.INT, "float": ArgKind.FLOAT,
-              "bool": ArgKind.BOOL, "str": ArgKind.STRING, "ScalarType": ArgKind.DTYPE,
-              "Optional[Tensor]": ArgKind.OPTIONAL_TENSOR, "Optional[int]": ArgKind.OPTIONAL_INT,
-              "Optional[SymInt]": ArgKind.OPTIONAL_INT, "Optional[float]": ArgKind.OPTIONAL_FLOAT,
-              "Optional[bool]": ArgKind.OPTIONAL_BOOL, "Optional[str]": ArgKind.OPTIONAL_STRING,
-              "Optional[ScalarType]": ArgKind.OPTIONAL_DTYPE, "List[int]": ArgKind.INT_LIST,
-              "List[SymInt]": ArgKind.INT_LIST, "List[Tensor]": ArgKind.TENSOR_LIST}
-
-
 # Every TileOp of this process, by qualname (bundles export by namespace).
 _REGISTRY: dict[str, "TileOp"] = {}
 
@@ -78,12 +68,10 @@ class TileOp:
                              and a.alias_info.is_write]
         kinds = []
         for a in parsed.arguments:
-            kind = _ARG_KINDS.get(str(a.real_type))  # real_type: ScalarType/Layout are "int" in a.type
+            kind = _C.arg_kind_of_type(str(a.real_type))  # real_type: ScalarType/Layout are "int" in a.type
             if kind is None:
-                raise TypeError(
-                    f"torch_tile.op {qualname}: argument '{a.name}' has type {a.real_type}; supported: Tensor, int, "
-                    "float, bool, str, torch.dtype, Optional of each, list[int] and list[Tensor]"
-                )
+                raise TypeError(f"torch_tile.op {qualname}: argument '{a.name}' has type {a.real_type}; supported: "
+                                f"{_C.SUPPORTED_ARG_TYPES}")
             if kind == ArgKind.TENSOR_LIST and a.alias_info is not None and a.alias_info.is_write:
                 raise TypeError(f"torch_tile.op {qualname}: argument '{a.name}': ops that write the tensors of a "
                                 "list[Tensor] argument are not supported; pass the written tensors as Tensor arguments")

@@ -2,6 +2,7 @@
 
 #include <pybind11/stl.h>
 
+#include "../runtime/cuda_source_kernels.h"
 #include "../runtime/nvrtc.h"
 #include "../torch/error_translation.h"
 
@@ -30,6 +31,22 @@ void bind_nvrtc(py::module_& m) {
       "Compiles one kernel of a CUDA C++ source for sm_<capability> with NVRTC: {cubin, lowered_name, log}.");
   m.def("nvrtc_version", [] { return translating_errors([] { return nvrtc_version(); }); },
         "NVRTC's version, 'major.minor' (loads NVRTC).");
+  m.def("nvrtc_include_dirs", [] { return translating_errors([] { return nvrtc_include_dirs(); }); },
+        "The CUDA headers beside the NVRTC in use (cuda_fp16.h...), for -I (loads NVRTC).");
+  m.def(
+      "cuda_specialization_defines",
+      [](const std::vector<int>& kinds, const std::vector<uint64_t>& words, const std::string& kernel_name) {
+        std::vector<BindingKind> k(kinds.size());
+        for (int kind : kinds) {
+          if (kind < 0 || kind > int(BindingKind::TensorDesc)) throw py::value_error("unknown binding kind");
+        }
+        for (size_t i = 0; i < kinds.size(); ++i) k[i] = BindingKind(kinds[i]);
+        return translating_errors([&] { return cuda_specialization_defines(k, words.data(), words.size(), kernel_name); });
+      },
+      py::arg("kinds"), py::arg("words"), py::arg("kernel_name"),
+      "The NAME=0/1 macros a specialised CUDA kernel's variant sees, from its binding kinds and key words.");
+  m.def("cuda_element_type", &cuda_element_type, py::arg("packed_dtype"),
+        "The C++ type name of a packed dtype's elements ('float', '__half'...), '' if none.");
 }
 
 }  // namespace torch_tile

@@ -16,6 +16,7 @@
 #include "../runtime/launch_plan.h"
 #include "../runtime/specialization_key.h"
 #include "../torch/dtype_map.h"
+#include "../torch/schema_arg_kinds.h"
 
 namespace py = pybind11;
 
@@ -122,6 +123,14 @@ void bind_kinds(py::module_& m) {
   kw.attr("VALUE_ONE") = key_word::kValueOne;
   kw.attr("VALUE_DIV16") = key_word::kValueDiv16;
   kw.attr("VALUE_OTHER") = key_word::kValueOther;
+  m.def(
+      "arg_kind_of_type",
+      [](const std::string& real_type) -> py::object {
+        std::optional<ArgKind> kind = arg_kind_of_type(real_type);
+        return kind ? py::cast(*kind) : py::none();
+      },
+      py::arg("real_type"), "The ArgKind of a schema type as its real type prints ('Optional[int]'), or None.");
+  m.attr("SUPPORTED_ARG_TYPES") = kSupportedArgTypes;
   m.def("packed_dtype", [](py::handle dtype) { return packed_dtype_of(dtype); }, py::arg("dtype"),
         "A torch.dtype as the runtime's packed DLPack dtype (the word a key carries, shifted).");
   m.def("dtype_of_packed", [](uint32_t packed) { return torch_dtype_of(packed); }, py::arg("packed"),

@@ -79,6 +79,33 @@ void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device) const {
                              std::to_string(binary_.num_warps) + " warps; use a smaller num_ctas");
 }
 
+// Launch metadata that disagrees with the kernel's declaration (a bundle's, an
+// op defined in C++ that declares an int where the kernel takes a long) would
+// pass values at the wrong offsets: refuse it at load, from the driver's own
+// parameter list. The launch passes the runtime parameters, then Triton's two
+// scratch pointers, which other kernels do not declare.
+void CompiledKernel::check_parameters(cu::CUfunction f) const {
+  const CudaDriver& d = cuda_driver();
+  if (d.cuFuncGetParamInfo == nullptr) return;
+  const size_t n = binary_.runtime_param_types.size();
+  std::vector<size_t> sizes;
+  for (size_t offset = 0, size = 0; d.cuFuncGetParamInfo(f, sizes.size(), &offset, &size) == cu::CUDA_SUCCESS;) {
+    sizes.push_back(size);
+  }
+  if (sizes.size() != n && sizes.size() != n + 2) {
+    fail(ErrorKind::Value, "kernel " + binary_.name + " declares " + std::to_string(sizes.size()) +
+                               " parameters, but the launch passes " + std::to_string(n));
+  }
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    const size_t expected = j < n ? size_t(param_type_bytes(binary_.runtime_param_types[j])) : sizeof(void*);
+    if (sizes[j] != expected) {
+      fail(ErrorKind::Value, "kernel " + binary_.name + ": parameter " + std::to_string(j) + " is declared " +
+                                 std::to_string(sizes[j]) + " bytes wide, but the launch passes " +
+                                 std::to_string(expected) + " bytes there");
+    }
+  }
+}
+
 namespace {
 
 // A module being loaded: unloaded again unless handed over, so no failed check
@@ -120,6 +147,7 @@ cu::CUfunction CompiledKernel::load(int device) {
   d.check(d.cuModuleLoadData(module.out(), binary_.cubin.data()), "cuModuleLoadData");
   cu::CUfunction f = nullptr;
   d.check(d.cuModuleGetFunction(&f, module.get(), binary_.name.c_str()), "cuModuleGetFunction");
+  check_parameters(f);
   // Shared memory above 48 KB must be opted into, once per function (as Triton does).
   if (binary_.shared_mem > 49152) {
     int static_shared = 0;

@@ -80,6 +80,7 @@ class CompiledKernel {
  private:
   cu::CUfunction load(int device);
   void check_cluster_fits(cu::CUfunction f, int device) const;
+  void check_parameters(cu::CUfunction f) const;
 
   KernelBinary binary_;
   const int capability_;

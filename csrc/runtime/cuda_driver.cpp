@@ -47,6 +47,7 @@ CudaDriver load_driver() {
   resolve(lib, "cuFuncGetAttribute", d.cuFuncGetAttribute);
   resolve(lib, "cuFuncSetAttribute", d.cuFuncSetAttribute);
   resolve(lib, "cuFuncSetCacheConfig", d.cuFuncSetCacheConfig);
+  d.cuFuncGetParamInfo = reinterpret_cast<decltype(d.cuFuncGetParamInfo)>(dlsym(lib, "cuFuncGetParamInfo"));
   resolve(lib, "cuLaunchKernelEx", d.cuLaunchKernelEx);
   resolve(lib, "cuOccupancyMaxPotentialClusterSize", d.cuOccupancyMaxPotentialClusterSize);
   resolve(lib, "cuTensorMapEncodeTiled", d.cuTensorMapEncodeTiled);

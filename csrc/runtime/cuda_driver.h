@@ -24,6 +24,8 @@ struct CudaDriver {
   cu::CUresult (*cuFuncGetAttribute)(int*, int, cu::CUfunction);
   cu::CUresult (*cuFuncSetAttribute)(cu::CUfunction, int, int);
   cu::CUresult (*cuFuncSetCacheConfig)(cu::CUfunction, int);
+  // (function, index, offset, size); nullptr on drivers older than CUDA 12.4 (checks are skipped there).
+  cu::CUresult (*cuFuncGetParamInfo)(cu::CUfunction, size_t, size_t*, size_t*);
   cu::CUresult (*cuLaunchKernelEx)(const cu::CUlaunchConfig*, cu::CUfunction, void**, void**);
   cu::CUresult (*cuOccupancyMaxPotentialClusterSize)(int*, cu::CUfunction, const cu::CUlaunchConfig*);
   // (map, dataType, rank, globalAddress, globalDim, globalStrides, boxDim,

@@ -1,6 +1,7 @@
 #include "nvrtc.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <memory>
@@ -129,6 +130,23 @@ CompiledCudaSource compile_cuda_source(const CudaSource& source, int capability)
   out.cubin.resize(size);
   n.check(n.GetCUBIN(program, out.cubin.data()), "nvrtcGetCUBIN", label);
   return out;
+}
+
+std::vector<std::string> nvrtc_include_dirs() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(nvrtc().Version), &info) == 0 || info.dli_fname == nullptr) return {};
+  const std::string lib = info.dli_fname;
+  const size_t slash = lib.rfind('/');
+  if (slash == std::string::npos) return {};
+  const std::string dir = lib.substr(0, slash);
+  // A toolkit's or the CUDA 13 wheel's lib/../include; the CUDA 12 wheels keep the runtime's headers
+  // (cuda_fp16.h...) beside NVRTC's package, in nvidia/cuda_runtime/include.
+  std::vector<std::string> found;
+  for (const std::string& include : {dir + "/../include", dir + "/../../cuda_runtime/include"}) {
+    struct stat st{};
+    if (stat(include.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) found.push_back(include);
+  }
+  return found;
 }
 
 std::string nvrtc_version() {

@@ -28,6 +28,11 @@ struct CompiledCudaSource {
 // independent).
 CompiledCudaSource compile_cuda_source(const CudaSource& source, int capability);
 
+// The CUDA headers beside the NVRTC library in use (the torch wheel's, or a
+// toolkit's), for kernels that include <cuda_fp16.h> and friends; empty when
+// there are none. Loads NVRTC.
+std::vector<std::string> nvrtc_include_dirs();
+
 // NVRTC's version as "major.minor" (loads it).
 std::string nvrtc_version();
 

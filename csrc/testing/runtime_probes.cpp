@@ -89,9 +89,49 @@ py::tuple failed_load_modules(int device) {
   return py::make_tuple(g_loaded_modules.load(), g_unloaded_modules.load(), message);
 }
 
+std::vector<size_t> g_kernel_param_sizes;  // what the fake driver's cuFuncGetParamInfo reports
+
+// Loads a kernel whose launch metadata declares parameters of `declared` bytes (1, 2, 4 or 8) against a fake
+// driver whose function has parameters of `kernel_sizes` bytes: the load-time check's message ("" if it passes).
+std::string param_check_message(const std::vector<size_t>& kernel_sizes, const std::vector<int>& declared, int device) {
+  static CudaDriver fake = [] {
+    CudaDriver d = fake_driver();
+    d.cuFuncGetParamInfo = [](cu::CUfunction, size_t i, size_t* offset, size_t* size) {
+      if (i >= g_kernel_param_sizes.size()) return cu::CUresult(1);  // CUDA_ERROR_INVALID_VALUE: no such parameter
+      *offset = 0;
+      *size = g_kernel_param_sizes[i];
+      return cu::CUDA_SUCCESS;
+    };
+    return d;
+  }();
+  g_kernel_param_sizes = kernel_sizes;
+  KernelBinary binary;
+  binary.name = "probe";
+  binary.cubin = "not a cubin";
+  for (size_t i = 0; i < declared.size(); ++i) {
+    const int w = declared[i];
+    binary.runtime_params.push_back(int32_t(i));
+    binary.runtime_param_types.push_back(w == 1 ? ParamType::U8 : w == 2 ? ParamType::I16 : w == 4 ? ParamType::I32 : ParamType::I64);
+    binary.runtime_param_parts.push_back(-1);
+  }
+  std::string message;
+  override_cuda_driver(&fake);
+  try {
+    CompiledKernel kernel(std::move(binary), 90);
+    kernel.function(device);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  override_cuda_driver(nullptr);
+  return message;
+}
+
 }  // namespace
 
 void bind_runtime_probes(py::module_& m) {
+  m.def("param_check_message", &param_check_message, py::arg("kernel_sizes"), py::arg("declared"), py::arg("device"),
+        "Against a fake driver with parameters of `kernel_sizes` bytes, loads a kernel declaring `declared` byte "
+        "widths: the load-time check's error, or ''.");
   m.def("inline_cache_entries", &inline_cache_entries, py::arg("variants"), py::arg("rounds"),
         "Entries an InlineCache holds after a call site alternates `rounds` times between `variants` keys.");
   m.def("failed_load_modules", &failed_load_modules, py::arg("device"),

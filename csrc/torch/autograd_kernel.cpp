@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "../runtime/error.h"
+#include "error_translation.h"
 #include "native_backward.h"
 #include "native_op.h"
 #include "op_library.h"
@@ -135,6 +136,13 @@ void register_autograd_kernels(const std::string& qualname, std::vector<int> mut
     }
   });
   OpTable<AutogradState>::instance().put(qualname, std::move(state));
+}
+
+void RefusedDifferentiableCall::call(const c10::OperatorHandle&, torch::jit::Stack&) {
+  translating_errors([&] {
+    fail(ErrorKind::NotImplemented, qualname_ + ": " + why_ + ", the op has no backward in this process; call it on "
+                                                "tensors that do not require grad (or under torch::NoGradGuard)");
+  });
 }
 
 void set_differentiable_call(const std::string& qualname, std::shared_ptr<DifferentiableCall> differentiable) {

@@ -24,6 +24,20 @@ class DifferentiableCall {
   virtual void call(const c10::OperatorHandle& op, torch::jit::Stack& stack) = 0;
 };
 
+// The differentiable path of an op whose backward this process does not have
+// (loaded from a bundle, defined in C++): a clear NotImplementedError naming
+// the op, `why` ("loaded from a bundle"), and what to do instead.
+class RefusedDifferentiableCall final : public DifferentiableCall {
+ public:
+  RefusedDifferentiableCall(std::string qualname, std::string why)
+      : qualname_(std::move(qualname)), why_(std::move(why)) {}
+  void call(const c10::OperatorHandle& op, torch::jit::Stack& stack) override;
+
+ private:
+  const std::string qualname_;
+  const std::string why_;
+};
+
 // Registers both kernels for a defined op. `mutated_args` are the indices of
 // the tensor arguments it writes (their version counters are bumped).
 void register_autograd_kernels(const std::string& qualname, std::vector<int> mutated_args,

@@ -40,22 +40,6 @@ class BundleTracer final : public PlanTracer {
   }
 };
 
-// Calls needing a gradient: the op's backward is Python's.
-class NoDifferentiableCall final : public DifferentiableCall {
- public:
-  explicit NoDifferentiableCall(std::string qualname) : qualname_(std::move(qualname)) {}
-  void call(const c10::OperatorHandle&, torch::jit::Stack&) override {
-    translating_errors([&] {
-      fail(ErrorKind::NotImplemented, qualname_ + ": loaded from a bundle, the op has no backward in this process; "
-                                                  "call it on tensors that do not require grad (or under "
-                                                  "torch::NoGradGuard)");
-    });
-  }
-
- private:
-  const std::string qualname_;
-};
-
 std::mutex& load_mutex() {
   static std::mutex* m = new std::mutex();
   return *m;
@@ -68,7 +52,7 @@ std::shared_ptr<NativeOp> define_op(const OpPlans& plans) {
   auto op = std::make_shared<NativeOp>(plans.qualname, plans.schema, plans.arg_kinds, plans.num_returns,
                                        std::make_shared<BundleTracer>());
   register_native_op(op, "CUDA");
-  register_autograd_kernels(plans.qualname, op->written_args(), std::make_shared<NoDifferentiableCall>(plans.qualname));
+  register_autograd_kernels(plans.qualname, op->written_args(), std::make_shared<RefusedDifferentiableCall>(plans.qualname, "loaded from a bundle"));
   return op;
 }
 

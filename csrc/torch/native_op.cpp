@@ -1,6 +1,7 @@
 #include "native_op.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -25,6 +26,18 @@ class NativeOpKernel final : public c10::OperatorKernel {
   explicit NativeOpKernel(std::shared_ptr<NativeOp> op) : op_(std::move(op)) {}
   void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
     op_->call(*stack);
+  }
+
+ private:
+  std::shared_ptr<NativeOp> op_;
+};
+
+// The Meta kernel of an op with no Python fake (NativeOp::call_meta).
+class NativeMetaKernel final : public c10::OperatorKernel {
+ public:
+  explicit NativeMetaKernel(std::shared_ptr<NativeOp> op) : op_(std::move(op)) {}
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    op_->call_meta(*stack);
   }
 
  private:
@@ -217,24 +230,28 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
       push_gradients(plan, host, stack, n);
       return true;
     }
-    torch::jit::drop(stack, n);
-    // Views among the outputs become tensors before any output is moved out (a view reads its base).
-    if (!plan.views.empty()) {
-      for (int32_t slot : plan.outputs) host.tensor(slot);
-    }
-    if (returns_list_) {
-      c10::List<at::Tensor> list;
-      list.reserve(plan.outputs.size());
-      for (int32_t slot : plan.outputs) list.push_back(host.take(slot));
-      torch::jit::push(stack, std::move(list));
-    } else {
-      for (int32_t slot : plan.outputs) torch::jit::push(stack, host.take(slot));
-    }
+    push_outputs(plan, host, stack, n);
     if (observer != nullptr) observer->phase(CallPhase::OutputsPushed);
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
   return true;
+}
+
+void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
+  torch::jit::drop(stack, n);
+  // Views among the outputs become tensors before any output is moved out (a view reads its base).
+  if (!plan.views.empty()) {
+    for (int32_t slot : plan.outputs) host.tensor(slot);
+  }
+  if (returns_list_) {
+    c10::List<at::Tensor> list;
+    list.reserve(plan.outputs.size());
+    for (int32_t slot : plan.outputs) list.push_back(host.take(slot));
+    torch::jit::push(stack, std::move(list));
+  } else {
+    for (int32_t slot : plan.outputs) torch::jit::push(stack, host.take(slot));
+  }
 }
 
 void NativeOp::push_gradients(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
@@ -267,7 +284,51 @@ class CollectedKeys final : public KeySink {
   std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> keys;
 };
 
+// A dry run whose keys nobody needs (the Meta implementation).
+class IgnoredKeys final : public KeySink {
+ public:
+  void key(const LaunchStep&, const SpecializationKey&) override {}
+};
+
+// A meta tensor of `t`'s concrete layout: symbolic sizes, strides and offset are guarded on their values.
+at::Tensor specialised_meta(const at::Tensor& t) {
+  std::vector<int64_t> sizes, strides;
+  for (const c10::SymInt& s : t.sym_sizes()) sizes.push_back(s.guard_int(__FILE__, __LINE__));
+  for (const c10::SymInt& s : t.sym_strides()) strides.push_back(s.guard_int(__FILE__, __LINE__));
+  const int64_t offset = t.sym_storage_offset().guard_int(__FILE__, __LINE__);
+  int64_t extent = 1;  // elements the view reaches, from its offset
+  for (size_t d = 0; d < sizes.size(); ++d) extent += (sizes[d] - 1) * strides[d];
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) extent = 0;
+  const at::Tensor storage = at::empty({offset + extent}, t.options().device(c10::kMeta));
+  return storage.as_strided(sizes, strides, offset);
+}
+
 }  // namespace
+
+void NativeOp::call_meta(torch::jit::Stack& stack) {
+  const size_t n = arg_kinds_.size();
+  const size_t first = stack.size() - n;
+  try {
+    for (size_t i = first; i < stack.size(); ++i) {
+      if (stack[i].isTensor() && stack[i].toTensor().unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+        stack[i] = specialised_meta(stack[i].toTensor());
+      }
+    }
+    const c10::IValue* in = stack.data() + first;
+    CallArgs args;
+    const c10::Device device = read_arguments(in, args, /*any_device=*/true);
+    if (!device.is_meta()) {
+      fail(ErrorKind::Value, qualname_ + ": the Meta implementation got tensors on " + device.str());
+    }
+    const LaunchPlan& plan = plan_for(args, stack, first);
+    TorchLaunchHost host(args, in, device);
+    IgnoredKeys ignored;
+    run_plan(plan, args, host, qualname_.c_str(), nullptr, &ignored);
+    push_outputs(plan, host, stack, n);
+  } catch (const Error& e) {
+    rethrow_as_torch_error(e);
+  }
+}
 
 std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> NativeOp::variant_keys(
     const torch::jit::Stack& stack) {
@@ -368,6 +429,12 @@ void register_native_op(std::shared_ptr<NativeOp> op, const std::string& dispatc
     lib.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeOpKernel>(op)));
   });
   OpTable<NativeOp>::instance().put(op->qualname(), op);
+}
+
+void register_native_meta(std::shared_ptr<NativeOp> op) {
+  with_impl_library(op->qualname(), c10::DispatchKey::Meta, [&](torch::Library& lib, const char* name) {
+    lib.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeMetaKernel>(op)));
+  });
 }
 
 std::shared_ptr<NativeOp> find_native_op(const std::string& qualname) { return OpTable<NativeOp>::instance().find(qualname); }

@@ -72,6 +72,13 @@ class NativeOp {
   // `hook`, returns false if the hook declines the selected plan.
   bool call(torch::jit::Stack& stack, PlanCallHook* hook = nullptr);
 
+  // The Meta implementation (fake tensors, torch.compile) of an op with no
+  // Python fake: the plan is selected (or traced) for the arguments' sizes and
+  // run as a dry run, so its outputs are meta tensors of the shapes a CUDA
+  // call returns. Symbolic sizes are specialised (guard_int): each size gets
+  // its own plan evaluation, as the plans read concrete values.
+  void call_meta(torch::jit::Stack& stack);
+
   // The compiled variants a call with these arguments needs, without a GPU:
   // the plan is selected (or traced) and run as a dry run on the arguments'
   // device (CPU tensors stand for CUDA ones: their layouts and alignment
@@ -94,6 +101,8 @@ class NativeOp {
   TensorArg read_tensor(const at::Tensor& t, size_t i, int64_t index, CallArgs& args, FirstTensor& first,
                         bool any_device) const;
   const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
+  // The plan's outputs replace the `n` arguments on the stack.
+  void push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n);
   // A gradient op's outputs replace its arguments on the stack (see the constructor).
   void push_gradients(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n);
   // Refuses a plan that does not fit the op's signature: outputs the schema's
@@ -115,6 +124,9 @@ class NativeOp {
 // Registers `op` as the implementation of its qualname for `dispatch_key`
 // ("CUDA"); the schema must already be defined. Kept for the process lifetime.
 void register_native_op(std::shared_ptr<NativeOp> op, const std::string& dispatch_key);
+
+// Registers `op`'s Meta kernel (NativeOp::call_meta), for ops that have no Python fake.
+void register_native_meta(std::shared_ptr<NativeOp> op);
 
 // The registered op of that name, or nullptr.
 std::shared_ptr<NativeOp> find_native_op(const std::string& qualname);

@@ -41,41 +41,42 @@ from .._version import __version__
 OpsLike = Union[str, TileOp, Iterable[Union[str, TileOp]], torch.export.ExportedProgram]
 
 
-def _resolve_ops(ops: OpsLike) -> list[TileOp]:
-    """TileOps from ops, qualnames, a namespace (every op defined in it in this process), or an exported
-    program (the tile ops its graph calls)."""
+def _resolve_ops(ops: OpsLike) -> list[str]:
+    """Qualnames from ops, qualnames (of TileOps, or of ops defined in C++ with torch_tile::define_op), a
+    namespace (every TileOp defined in it in this process), or an exported program (the tile ops its graph
+    calls)."""
     registry = registered_ops()
     if isinstance(ops, torch.export.ExportedProgram):
         return _ops_called_by(ops, registry)
     items = [ops] if isinstance(ops, (str, TileOp)) else list(ops)
-    out: list[TileOp] = []
+    out: list[str] = []
     for item in items:
         if isinstance(item, TileOp):
-            out.append(item)
+            out.append(item.qualname)
         elif "::" in item:
-            if item not in registry:
+            if item not in registry and _C.plan_count(item) < 0:
                 raise ValueError(f"export_bundle: no tile op named {item!r} in this process")
-            out.append(registry[item])
+            out.append(item)
         else:
-            found = [op for name, op in registry.items() if name.split("::")[0] == item]
+            found = [name for name in registry if name.split("::")[0] == item]
             if not found:
                 raise ValueError(f"export_bundle: no tile op in namespace {item!r} in this process")
             out.extend(found)
-    return list({op.qualname: op for op in out}.values())
+    return list(dict.fromkeys(out))
 
 
-def _ops_called_by(program: torch.export.ExportedProgram, registry: dict) -> list[TileOp]:
+def _ops_called_by(program: torch.export.ExportedProgram, registry: dict) -> list[str]:
     """The tile ops an exported program's graphs call (its submodules' too), in order of first call."""
-    found: dict[str, TileOp] = {}
+    found: dict[str, None] = {}
     for module in program.graph_module.modules():
         for node in module.graph.nodes if isinstance(module, torch.fx.GraphModule) else ():
             if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
                 name = node.target._schema.name
                 if name in registry:
-                    found.setdefault(name, registry[name])
+                    found.setdefault(name, None)
     if not found:
         raise ValueError("export_bundle: the exported program calls no tile op defined in this process")
-    return list(found.values())
+    return list(found)
 
 
 def producer() -> str:
@@ -108,19 +109,17 @@ def export_bundle(ops: OpsLike, path: Union[str, os.PathLike], *,
     Returns:
         :func:`inspect_bundle`'s summary of what was written.
     """
-    resolved = _resolve_ops(ops)
-    by_name = {op.qualname: op for op in resolved}
+    names = _resolve_ops(ops)
     wanted: list[tuple[int, list[int]]] = []  # (kernel id, key words) the examples need
     for key, calls in (examples or {}).items():
-        op = key if isinstance(key, TileOp) else by_name.get(key)
-        if op is None or op.qualname not in by_name:
+        qualname = key.qualname if isinstance(key, TileOp) else key
+        if qualname not in names:
             raise ValueError(f"export_bundle: examples for {key!r}, which is not among the exported ops")
         for call in calls:
             call = tuple(call)
             has_kwargs = bool(call) and isinstance(call[-1], dict)
             args, kwargs = (call[:-1], call[-1]) if has_kwargs else (call, {})
-            wanted += [(kid, list(words)) for kid, words in _C.variant_keys(op.qualname, args, kwargs)]
-    names = [op.qualname for op in resolved]
+            wanted += [(kid, list(words)) for kid, words in _C.variant_keys(qualname, args, kwargs)]
     seen = _C.compiled_variants(names)  # (kernel id, key words, capability)
     caps = sorted(set(capabilities or {cap for _, _, cap in seen})) or _current_capabilities()
     if wanted and not caps:

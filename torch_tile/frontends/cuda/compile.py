@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import glob
 import os
 from dataclasses import dataclass
 from typing import Sequence, Union
@@ -33,17 +32,10 @@ class CompiledCuda:
 
 @functools.lru_cache(maxsize=None)
 def cuda_include_dirs() -> tuple[str, ...]:
-    """The CUDA headers the torch wheel ships (``nvidia/cu13/include`` or the CUDA 12 wheels' per-library
-    ``nvidia/*/include``), for ``#include <cuda_fp16.h>`` and friends; () when there are none."""
-    try:
-        import nvidia
-    except ImportError:
-        return ()
-    found = []
-    for root in list(nvidia.__path__):
-        for pattern in ("cu[0-9]*/include", "cuda_runtime/include", "cuda_nvrtc/include"):
-            found += [d for d in sorted(glob.glob(os.path.join(root, pattern))) if os.path.isdir(d)]
-    return tuple(dict.fromkeys(found))
+    """The CUDA headers beside the NVRTC in use (the torch wheel's ``nvidia/cu13/include``, or the CUDA 12
+    wheels' ``nvidia/cuda_runtime/include``), for ``#include <cuda_fp16.h>`` and friends; () when there are
+    none. The runtime finds them, for kernels of ops defined in C++ too."""
+    return tuple(_C.nvrtc_include_dirs())
 
 
 def _template_argument(value: Union[int, bool, str]) -> str:
@@ -87,7 +79,6 @@ class CudaKernel:
         self.name = name
         self.options = tuple(options)
         self.specialize = bool(specialize)
-        self._options = self.options + tuple(f"-I{d}" for d in cuda_include_dirs())
         # Same source, name, options and specialization: the same kernel, in every process (plans and
         # bundles name it so).
         self.stable_id = stable_id("cuda kernel", self.source, self.name, list(self.options), self.specialize)
@@ -128,7 +119,7 @@ class CudaKernel:
         carrying NVRTC's log; ``label`` says who asked (e.g. the op)."""
         expression = self.name_expression(template_args)
         where = f"{label + ', ' if label else ''}kernel {expression}" + (f" ({self.path})" if self.path else "")
-        options = list(self._options) + [f"-D{d}" for d in defines]
+        options = [*self.options, *(f"-I{d}" for d in cuda_include_dirs()), *(f"-D{d}" for d in defines)]
         key = _disk_cache.content_key("cuda", ENTRY_VERSION, __version__, _C.nvrtc_version(), self.source,
                                       expression, options, capability)
 

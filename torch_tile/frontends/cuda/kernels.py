@@ -70,21 +70,11 @@ _KIND_CATEGORIES = {K.TENSOR: POINTER, K.INT: INTEGER, K.BOOL: INTEGER, K.FLOAT:
 def specialization_defines(config: CudaLaunchConfig, words: list[int]) -> list[str]:
     """The macros a specialised kernel's variant sees, from its key's words (one per parameter after
     the configuration's): ``TT_ALIGNED16_<i>`` per pointer, ``TT_EQ1_<i>`` and ``TT_DIV16_<i>`` per
-    integer, each 0 or 1 (see ``CudaKernel``)."""
+    integer, each 0 or 1 (see ``CudaKernel``). The runtime computes them, for kernels of ops defined
+    in C++ too."""
     if not config.kernel.specialize:
         return []
-    if len(words) != 1 + len(config.kinds):
-        raise ValueError(f"torch_tile: CUDA kernel {config.kernel.name}: a key of {len(words)} words for "
-                         f"{len(config.kinds)} parameters")
-    defines = []
-    for i, (kind, word) in enumerate(zip(config.kinds, words[1:])):
-        state, kind = word & 3, K(kind)
-        if kind == K.TENSOR:
-            defines.append(f"TT_ALIGNED16_{i}={int(state == _plan.key_word.ALIGNED16)}")
-        elif kind == K.INT:
-            defines += [f"TT_EQ1_{i}={int(state == _plan.key_word.VALUE_ONE)}",
-                        f"TT_DIV16_{i}={int(state == _plan.key_word.VALUE_DIV16)}"]
-    return defines
+    return _C.cuda_specialization_defines(list(config.kinds), list(words), config.kernel.name)
 
 
 def variant_metadata(config: CudaLaunchConfig, capability: int, defines: list[str] = ()) -> dict:

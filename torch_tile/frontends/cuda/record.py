@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ... import _cubin, _plan
+from ... import _C, _cubin, _plan
 from ..._expr import SymbolicInt
 from ..._trace_state import body_location
 from ..launch_record import grid_expressions, value_binding
@@ -18,18 +18,13 @@ from .kernels import CudaLaunchConfig, TemplateArg, config_id, kernel_id
 
 K = _plan.BindingKind
 
-DTYPE_CTYPES = {  # template arguments for tensors' element types (cuda_fp16.h / cuda_bf16.h name the halves)
-    torch.float32: "float", torch.float64: "double", torch.float16: "__half", torch.bfloat16: "__nv_bfloat16",
-    torch.int8: "signed char", torch.uint8: "unsigned char", torch.int16: "short", torch.int32: "int",
-    torch.int64: "long long", torch.bool: "bool",
-}
-
-
 def ctype(dtype: torch.dtype) -> str:
-    """The C++ type of ``dtype``'s elements, for a template argument (``float``, ``__half``...)."""
-    if dtype not in DTYPE_CTYPES:
+    """The C++ type of ``dtype``'s elements, for a template argument (``float``, ``__half``...; the
+    runtime's names, which ops defined in C++ use too)."""
+    name = _C.cuda_element_type(_C.packed_dtype(dtype))
+    if not name:
         raise TypeError(f"torch_tile: no C++ element type for {dtype}")
-    return DTYPE_CTYPES[dtype]
+    return name
 
 
 def _static_int(tracer, what: str, value: Any) -> int:
