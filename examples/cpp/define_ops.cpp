@@ -13,41 +13,21 @@
 #include <torch/cuda.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include <torch_tile/op_definition.h>
 #include <torch_tile/torch_tile.h>
 
+#include "checks.h"
+
 namespace tt = torch_tile;
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
-  if (!ok) ++failures;
-}
-
-bool mapped(const char* name) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find(name) != std::string::npos) return true;
-  }
-  return false;
-}
-
-template <class Call>
-std::string error_of(Call call) {
-  try {
-    call();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
+using example::check;
+using example::error_of;
+using example::mapped;
+using example::op;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -121,7 +101,6 @@ void define_ops(const std::string& softmax_cu) {
   });
 }
 
-c10::OperatorHandle op(const char* name) { return c10::Dispatcher::singleton().findSchemaOrThrow(name, ""); }
 
 void check_without_gpu() {
   auto scale = op("cppdemo::scale").typed<at::Tensor(const at::Tensor&, double)>();
@@ -195,6 +174,6 @@ int main(int argc, char** argv) {
   } else {
     std::printf("skip GPU checks: no CUDA device\n");
   }
-  std::printf("%s\n", failures == 0 ? "all checks passed" : "some checks FAILED");
-  return failures == 0 ? 0 : 1;
+  std::printf("%s\n", example::failures() == 0 ? "all checks passed" : "some checks FAILED");
+  return example::failures() == 0 ? 0 : 1;
 }

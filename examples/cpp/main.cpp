@@ -14,42 +14,18 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include <torch_tile/torch_tile.h>
 
+#include "checks.h"
+
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
-  if (!ok) ++failures;
-}
-
-// Whether a shared library of this name is mapped into the process.
-bool mapped(const char* name) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find(name) != std::string::npos) return true;
-  }
-  return false;
-}
-
-c10::OperatorHandle op(const char* name) { return c10::Dispatcher::singleton().findSchemaOrThrow(name, ""); }
-
-// The message of the c10::Error `call` throws ("" if it throws none).
-template <class Call>
-std::string error_of(Call call) {
-  try {
-    call();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
+using example::check;
+using example::error_of;
+using example::mapped;
+using example::op;
 
 bool close(const at::Tensor& got, const at::Tensor& expected) {
   return got.sizes() == expected.sizes() && got.dtype() == expected.dtype() &&
@@ -129,6 +105,6 @@ int main(int argc, char** argv) {
   } else {
     std::printf("no CUDA GPU: ops not run\n");
   }
-  std::printf("%s\n", failures == 0 ? "ALL OK" : "FAILURES");
-  return failures == 0 ? 0 : 1;
+  std::printf("%s\n", example::failures() == 0 ? "ALL OK" : "FAILURES");
+  return example::failures() == 0 ? 0 : 1;
 }
