@@ -12,10 +12,15 @@ call at a large one, CUDA events):
   cuda C++, ctypes launch  the same cubin through libcuda's cuLaunchKernel from Python (ctypes),
                            as a user of raw NVRTC launches it
 
-cuTile has no torch_tile frontend yet: its rows are reported as missing.
-Targets: each frontend's op through torch_tile within 1.1x of the Triton op's
-host time, and >= 2x faster than that frontend's own Python launch. Needs a
-CUDA GPU.
+  cuTile, torch_tile       torch.ops.tile.softmax_cutile (torch_tile/kernels/softmax_cutile.py)
+  cuTile, ct.launch        softmax_rows through cuTile's own launcher, as a cuTile user writes it
+
+The cuTile rows need cuda-tile; a row that cannot run here (cuTile missing, or
+its compiler failing on this machine) is reported as missing, with why. With
+$TORCH_TILE_CUTILE_BUNDLE (scripts/cutile_bundle.py) the cuTile op's variants
+come from that bundle. Targets: each frontend's op through torch_tile within
+1.1x of the Triton op's host time, and >= 2x faster than that frontend's own
+Python launch. Needs a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import sys
 
 import torch
 import triton
+
+import torch_tile
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -96,6 +103,26 @@ class CtypesLaunch:
         return out
 
 
+def cutile_launchers() -> tuple[dict, dict]:
+    """The cuTile rows that can run here, and why the others cannot."""
+    try:
+        import cuda.tile as ct
+
+        from torch_tile.kernels import softmax_cutile
+    except ImportError as e:
+        return {}, {"cuTile, torch_tile": f"no cuda-tile: {e}", "cuTile, ct.launch": f"no cuda-tile: {e}"}
+    if os.environ.get("TORCH_TILE_CUTILE_BUNDLE"):
+        torch_tile.load_bundle(os.environ["TORCH_TILE_CUTILE_BUNDLE"])
+
+    def own_launch(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        ct.launch(torch.cuda.current_stream(), (x.shape[0],), softmax_cutile.softmax_rows,
+                  (x, out, triton.next_power_of_2(x.shape[1])))
+        return out
+
+    return {"cuTile, torch_tile": softmax_cutile.softmax_cutile, "cuTile, ct.launch": own_launch}, {}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     # Small enough that each kernel takes less GPU time than a call takes host time: host_us synchronises at the
@@ -117,6 +144,14 @@ def main() -> int:
         "cuda C++, torch_tile": K.softmax_cuda,
         "cuda C++, ctypes launch": CtypesLaunch(small),
     }
+    cutile, missing = cutile_launchers()
+    for name, fn in cutile.items():
+        try:
+            fn(small)
+            torch.cuda.synchronize()
+            launchers[name] = fn
+        except Exception as e:  # noqa: BLE001 - reported as a missing row, with why
+            missing[name] = f"{type(e).__name__}: {str(e).splitlines()[-1][:200]}"
     large_launchers = dict(launchers, **{"cuda C++, ctypes launch": CtypesLaunch(large)})
     for name, fn in launchers.items():  # every launcher computes the same softmax
         torch.testing.assert_close(fn(small), reference, atol=1e-6, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
@@ -133,12 +168,17 @@ def main() -> int:
         "cuda C++ op within 1.1x of the Triton op (host)": ratios["cuda_op_over_triton_op"] <= 1.1,
         "Triton op >= 2x faster than Triton's own launcher": ratios["triton_own_over_triton_op"] >= 2.0,
         "cuda C++ op >= 2x faster than its ctypes launch": ratios["cuda_own_over_cuda_op"] >= 2.0,
-        "cuTile rows": False,  # no cuTile frontend yet
     }
+    if "cuTile, torch_tile" in host:
+        ratios["cutile_op_over_triton_op"] = host["cuTile, torch_tile"] / triton_op
+        targets["cuTile op within 1.1x of the Triton op (host)"] = ratios["cutile_op_over_triton_op"] <= 1.1
+    if "cuTile, torch_tile" in host and "cuTile, ct.launch" in host:
+        ratios["cutile_own_over_cutile_op"] = host["cuTile, ct.launch"] / host["cuTile, torch_tile"]
+        targets["cuTile op >= 2x faster than ct.launch"] = ratios["cutile_own_over_cutile_op"] >= 2.0
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
               "host_shape": [args.rows, args.cols], "gpu_shape": list(large.shape), "host_us": host, "gpu_us": gpu,
               "gpu_us_host_shape": gpu_small,
-              "ratios": ratios, "targets_met": targets, "missing": ["cuTile, torch_tile", "cuTile, ct.launch"]}
+              "ratios": ratios, "targets_met": targets, "missing": missing}
     print(f"{'softmax':28s} {'host µs/call':>13s} {'GPU µs, same':>13s} {'GPU µs, large':>14s}")
     for name in launchers:
         print(f"{name:28s} {host[name]:13.2f} {gpu_small[name]:13.2f} {gpu[name]:14.2f}")
@@ -146,6 +186,8 @@ def main() -> int:
         print(f"{name:34s} {value:6.2f}")
     for name, ok in targets.items():
         print(f"target {name}: {'met' if ok else 'NOT met'}")
+    for name, why in missing.items():
+        print(f"missing row {name}: {why}")
     write(args.out, "frontends", result, host, xlabel="host µs per call", title="softmax per frontend",
           unit="µs")
     return 0

@@ -8,6 +8,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 LIGER="liger-kernel==0.8.5"  # pinned test dependency
+# cuTile (optional): cuda-tile and its compiler, tileiras, which runs ptxas and libnvvm of its own version
+# (the pins cuda-tile[tileiras] resolves today, installed without their dependency tree, which would move
+# torch's CUDA packages). tests/test_*_cutile.py skip without it.
+CUTILE=(cuda-tile==1.7.0 nvidia-cuda-tileiras==13.4.92 nvidia-cuda-nvcc==13.4.92 nvidia-nvvm==13.4.92)
 if [ -x .venv/bin/python ] && .venv/bin/python -c "import torch, triton" 2>/dev/null; then
   PY="$ROOT/.venv/bin/python"
 elif python3 -c "import torch, triton, pytest" 2>/dev/null; then
@@ -26,6 +30,11 @@ fi
   { [ -d wheels ] && "$PY" -m pip install -q --no-deps --no-index --find-links wheels "$LIGER" >&2 2>/dev/null; } ||
     "$PY" -m pip install -q --no-deps --retries 1 --timeout 15 "$LIGER" >&2 ||
     echo "torch_tile: could not install $LIGER; tests/test_real_wrappers.py will be skipped" >&2
+}
+"$PY" -c "import cuda.tile" 2>/dev/null || {
+  { [ -d wheels ] && "$PY" -m pip install -q --no-deps --no-index --find-links wheels "${CUTILE[0]}" >&2 2>/dev/null; } ||
+    "$PY" -m pip install -q --no-deps --retries 1 --timeout 60 "${CUTILE[@]}" >&2 ||
+    echo "torch_tile: could not install cuda-tile; the cuTile tests will be skipped" >&2
 }
 echo "torch_tile: building the extension with $("$PY" -c 'import torch; print("torch", torch.__version__)')" >&2
 MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" setup.py -q build_ext --inplace > build.log 2>&1 || {

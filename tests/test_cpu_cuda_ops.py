@@ -133,7 +133,7 @@ def test_a_variant_of_a_configuration_this_process_never_traced_is_a_clear_error
 def _facts_variant(x: torch.Tensor) -> tuple[list, list, bytes]:
     """(key words, macros, cubin) of cuda_test::facts's variant for x."""
     [(kid, words)] = _C.variant_keys("cuda_test::facts", (x,), {})
-    config = cuda_kernels._configs[words[0]]
+    config = cuda_kernels.REGISTRY.configs[words[0]]
     return list(words), cuda_kernels.specialization_defines(config, list(words)), \
         cuda_kernels._compile_callback(kid, list(words), 90)["cubin"]
 
@@ -156,7 +156,7 @@ def test_an_unspecialised_kernel_has_one_variant_per_dtype_and_no_macros():
     [(_, words32)] = _C.variant_keys("cuda_test::scale", (torch.randn(32), 2.0), {})
     [(_, words33)] = _C.variant_keys("cuda_test::scale", (torch.randn(64)[1:34], 2.0), {})
     assert list(words32) == list(words33)  # alignment and n % 16 do not enter the key
-    config = cuda_kernels._configs[words32[0]]
+    config = cuda_kernels.REGISTRY.configs[words32[0]]
     assert cuda_kernels.specialization_defines(config, list(words32)) == []
 
 

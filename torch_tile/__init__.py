@@ -27,6 +27,7 @@ cmake_prefix_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sh
 # Explicit, once: each frontend compiles its kernels' variants for the native runtime.
 frontends.triton.register()
 frontends.cuda.register()
+frontends.cutile.register()
 
 
 def runtime_counters() -> dict:

@@ -11,6 +11,7 @@ launches Triton runs itself (in any thread) hold the code-generation lock shared
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from typing import Any, Iterator, Optional
 
@@ -94,16 +95,40 @@ def _router(cls):
 
 
 _routed_runs = {cls: _router(cls) for cls in _original_runs}
+_cutile_original: Optional[Any] = None  # cuda.tile.launch while bodies run, if cuda.tile is imported
+
+
+def _cutile_router(original):
+    """``ct.launch(stream, grid, kernel, args)`` as cuTile users write it: to this thread's mode in a body."""
+    def launch(stream, grid, kernel, kernel_args, /, **options):
+        mode: Optional[LaunchMode] = getattr(_local, "mode", None)
+        if mode is None:
+            return original(stream, grid, kernel, kernel_args, **options)
+        return mode.launch(kernel, grid, kernel_args, {"stream": stream, **options})
+    return launch
+
+
+def _route_cutile(on: bool) -> None:
+    """Routes ``cuda.tile.launch`` (only where the program imported cuda.tile: nothing is imported here)."""
+    global _cutile_original
+    ct = sys.modules.get("cuda.tile")
+    if on and ct is not None and _cutile_original is None:
+        _cutile_original = ct.launch
+        ct.launch = _cutile_router(_cutile_original)
+    elif not on and _cutile_original is not None:
+        ct.launch = _cutile_original
+        _cutile_original = None
 
 
 @contextlib.contextmanager
 def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
-    """Routes this thread's Triton launches to ``mode`` for the duration."""
+    """Routes this thread's Triton launches (and cuTile's ``ct.launch``) to ``mode`` for the duration."""
     global _patch_depth
     with _patch_lock:
         if _patch_depth == 0:
             for cls, run in _routed_runs.items():
                 cls.run = run
+            _route_cutile(True)
         _patch_depth += 1
     previous = getattr(_local, "mode", None)
     _local.mode = mode
@@ -116,6 +141,7 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
             if _patch_depth == 0:
                 for cls, run in _original_runs.items():
                     cls.run = run
+                _route_cutile(False)
 
 
 def current_mode() -> Optional[LaunchMode]:

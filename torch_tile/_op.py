@@ -17,6 +17,7 @@ from ._launch_mode import launch_mode
 from ._plan import ArgKind
 from ._tracer import Tracer
 from ._version import __version__
+from .frontends import cutile
 from .frontends.cuda import CudaKernel
 from .frontends.triton.interpret import InterpretLaunches
 from .frontends.triton.kernels import config_fingerprint, launch_config
@@ -187,9 +188,9 @@ class TileOp:
         it cannot be analysed, and the declaration is trusted. A kernel that is
         not analysable (``writes.NotAnalysable``) is remembered as such in this
         process only; an analysis that raised is reported and remembered
-        nowhere: it may be transient, so the next trace analyses again. CUDA C++ kernels have no
+        nowhere: it may be transient, so the next trace analyses again. CUDA C++ and cuTile kernels have no
         analysis: None."""
-        if isinstance(kernel, CudaKernel):
+        if isinstance(kernel, CudaKernel) or cutile.is_kernel(kernel):
             return None
         if config in self._written:
             return self._written[config]

@@ -30,7 +30,7 @@ from ._launch_mode import LaunchMode, WarmedUpKernel, direct_launches, launch_mo
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
     is_non_overlapping_and_dense
 from ._trace_state import body_location, outside_trace, tracing
-from .frontends import cuda
+from .frontends import cuda, cutile
 from .frontends.triton import autotune, tuples
 from .frontends.triton.record import record_launch
 
@@ -488,6 +488,8 @@ class Tracer(GuardSink, LaunchMode):
         self._parse_candidates.clear()
         if isinstance(kernel, cuda.CudaKernel):
             step, arguments = cuda.record.record_launch(self, kernel, grid, kwargs.pop("block"), args, **kwargs), None
+        elif cutile.is_kernel(kernel):
+            step, arguments = cutile.record_launch(self, kernel, grid, args, kwargs), None
         else:
             if isinstance(kernel, Autotuner):
                 kernel, kwargs = self._autotuned(kernel, grid, args, kwargs)

@@ -1,10 +1,13 @@
 """Frontends: where kernels come from. Each turns its kernels into plan launch
 steps while a body is traced, and compiles a kernel variant from its
 specialization key when the native runtime asks (registered with
-``_C.register_frontend``): ``triton`` (``@triton.jit`` kernels) and ``cuda``
-(CUDA C++ compiled with NVRTC)."""
+``_C.register_frontend``): ``triton`` (``@triton.jit`` kernels), ``cuda``
+(CUDA C++ compiled with NVRTC) and ``cutile`` (cuTile kernels)."""
 
-from .. import _disk_cache
+import threading
+from typing import Any
+
+from .. import _C, _disk_cache
 
 
 def stable_id(*parts) -> int:
@@ -17,3 +20,35 @@ def stable_id(*parts) -> int:
 UNKNOWN_CONFIG = ("launch configuration {cid} is not known in this process: the plan launching it was not traced "
                   "here (it came from a bundle) and the bundle has no variant for this call's specialization key; "
                   "export the bundle with an example of this call")
+
+
+class KernelRegistry:
+    """One frontend's kernels and launch configurations by stable id, for its compile callback (kernels are
+    registered with the runtime on first use)."""
+
+    def __init__(self, frontend: str):
+        self.frontend = frontend
+        self._lock = threading.Lock()
+        self.kernels: dict[int, Any] = {}  # id -> the first kernel with it
+        self.configs: dict[int, Any] = {}
+
+    def kernel(self, kid: int, kernel: Any, name: str) -> int:
+        with self._lock:
+            if kid not in self.kernels:
+                self.kernels[kid] = kernel
+                _C.register_kernel(kid, name, self.frontend)
+        return kid
+
+    def config(self, cid: int, config: Any) -> int:
+        with self._lock:
+            self.configs.setdefault(cid, config)
+        return cid
+
+    def config_for(self, kid: int, cid: int, kind: str) -> Any:
+        """The configuration a compile callback is asked for; LookupError (UNKNOWN_CONFIG) if it was never traced."""
+        config = self.configs.get(cid)
+        if config is None:
+            kernel = self.kernels.get(kid)
+            name = getattr(kernel, "name", None) or getattr(getattr(kernel, "_pyfunc", None), "__name__", kid)
+            raise LookupError(f"torch_tile: {kind} {name}: " + UNKNOWN_CONFIG.format(cid=cid))
+        return config

@@ -8,12 +8,11 @@ part, so they mean the same in every process (bundles, serialized plans)."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Union
 
 from ... import _C, _cubin, _plan
-from .. import UNKNOWN_CONFIG, stable_id
+from .. import KernelRegistry, stable_id
 from .compile import CudaKernel
 from .mangled import FLOATING, INTEGER, POINTER, parameter_categories
 
@@ -32,28 +31,19 @@ class CudaLaunchConfig:
     kinds: tuple[int, ...]  # BindingKind per kernel parameter
 
 
-_lock = threading.Lock()
-_kernels: dict[int, CudaKernel] = {}  # kernel id -> the first kernel with it (registered with C++)
-_configs: dict[int, CudaLaunchConfig] = {}
+REGISTRY = KernelRegistry(FRONTEND)
 
 
 def kernel_id(kernel: CudaKernel) -> int:
     """The kernel's stable id (registered with C++ on first use)."""
-    kid = kernel.stable_id
-    with _lock:
-        if kid not in _kernels:
-            _kernels[kid] = kernel
-            _C.register_kernel(kid, kernel.name, FRONTEND)
-    return kid
+    return REGISTRY.kernel(kernel.stable_id, kernel, kernel.name)
 
 
 def config_id(config: CudaLaunchConfig) -> int:
     """The configuration's stable id (the first word of its specialization keys)."""
     cid = stable_id("cuda config", kernel_id(config.kernel), [[type(a).__name__, a] for a in config.template_args],
                      config.block, config.shared_mem, list(config.kinds))
-    with _lock:
-        _configs.setdefault(cid, config)
-    return cid
+    return REGISTRY.config(cid, config)
 
 
 # The runtime parameter type of a binding kind, by the parameter's size in the cubin (its C++ declaration).
@@ -121,10 +111,7 @@ def variant_metadata(config: CudaLaunchConfig, capability: int, defines: list[st
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
     """Called by C++ (GIL held) on a kernel-cache miss. The template arguments, fixed by the
     configuration, make the instance; a specialised kernel's words also give its macros."""
-    config = _configs.get(words[0])
-    if config is None:
-        raise LookupError(f"torch_tile: CUDA kernel {_kernels[kid].name if kid in _kernels else kid}: "
-                          + UNKNOWN_CONFIG.format(cid=words[0]))
+    config = REGISTRY.config_for(kid, words[0], "CUDA kernel")
     return variant_metadata(config, capability, specialization_defines(config, words))
 
 

@@ -1,0 +1,54 @@
+"""cuTile kernels on the GPU: tile::softmax_cutile (its kernel in cuda.tile,
+launched with ct.launch in the body) against torch and the Triton tile::softmax,
+strided rows, a CUDA graph and torch.compile. With $TORCH_TILE_CUTILE_BUNDLE
+(scripts/cutile_bundle.py) the variants come from that bundle, compiled where
+tileiras runs; otherwise they compile here."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import torch_tile as tt
+
+ct = pytest.importorskip("cuda.tile", reason="needs cuda-tile (pip install torch_tile[cutile])")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+import cutile_cases  # noqa: E402
+from torch_tile import kernels as K  # noqa: E402
+from torch_tile.kernels import softmax_cutile  # noqa: E402,F401
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bundled_variants():
+    path = os.environ.get("TORCH_TILE_CUTILE_BUNDLE")
+    if path:
+        tt.load_bundle(path)
+
+
+def test_matches_torch_and_the_triton_softmax():
+    for x in cutile_cases.inputs("cuda"):
+        got = torch.ops.tile.softmax_cutile(x)
+        tol = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}[x.dtype]
+        torch.testing.assert_close(got, torch.softmax(x.float(), -1).to(x.dtype), atol=tol, rtol=tol)
+        if x.dtype == torch.float32:
+            torch.testing.assert_close(got, K.softmax(x), atol=1e-6, rtol=1e-5)
+
+
+def test_a_cuda_graph_replays_the_op():
+    x = cutile_cases.inputs("cuda")[0]
+    torch.ops.tile.softmax_cutile(x)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = torch.ops.tile.softmax_cutile(x)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.testing.assert_close(out, torch.softmax(x, -1), atol=1e-5, rtol=1e-5)
+
+
+def test_torch_compile_sees_the_op():
+    x = cutile_cases.inputs("cuda")[0]
+    compiled = torch.compile(lambda t: torch.ops.tile.softmax_cutile(t * 1.0), fullgraph=True)
+    torch.testing.assert_close(compiled(x), torch.softmax(x, -1), atol=1e-5, rtol=1e-5)

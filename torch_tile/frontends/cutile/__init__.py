@@ -1,0 +1,23 @@
+"""cuTile kernels (NVIDIA's ``cuda.tile``) in tile ops.
+
+A ``@ct.kernel`` launched in an op body as cuTile users write it,
+``ct.launch(stream, grid, kernel, args)``, is recorded into the op's plan
+(``_launch_mode`` routes ``cuda.tile.launch`` while bodies run, as it routes
+Triton's launches) and launched natively on the current torch stream. Each
+array argument passes as cuTile's calling convention lays it out (its
+pointer, then its shape, then its strides) and is specialised with cuTile's
+bits: a 16-byte aligned base, and per dimension a shape divisible by 16, a
+stride of 1 or a stride divisible by 16 elements. Variants are compiled by
+cuTile's own compiler (``tileiras``) from those bits, through torch_tile's disk
+cache. cuTile is optional (``pip install torch_tile[cutile]``): without it, a
+body that launches a cuTile kernel cannot exist, and compiling says how to get it.
+
+Not supported: tuple and list parameters, ``ct.Constant`` values that depend
+on sizes other than through a guard (they are specialised), shapes
+specialised to 1 (cuTile's calling convention v2).
+"""
+
+from .kernels import is_kernel, register
+from .record import record_launch
+
+__all__ = ["is_kernel", "record_launch", "register"]

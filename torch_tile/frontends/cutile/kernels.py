@@ -1,0 +1,197 @@
+"""The cuTile frontend's kernels and launch configurations, by stable id, and
+its compile callback: a variant is cuTile's compile of the kernel for the
+signature its key describes (``KernelSignature`` of ``ArrayConstraint``s,
+``ScalarConstraint``s and ``ConstantConstraint``s)."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ... import _C, _cubin, _disk_cache, _plan
+from ..._version import __version__
+from .. import KernelRegistry, stable_id
+
+FRONTEND = "cutile"
+ENTRY_VERSION = 1  # part of every disk-cache key: a new entry layout ignores older entries
+K = _plan.BindingKind
+W = _plan.key_word
+INSTALL_HINT = "pip install torch_tile[cutile] (cuda-tile with its tileiras compiler)"
+
+
+@dataclass(frozen=True)
+class ArrayParam:
+    ndim: int
+    index64: bool  # ct.IndexedWithInt64: shapes and strides as int64
+
+
+@dataclass(frozen=True)
+class ScalarParam:
+    kind: int  # BindingKind: INT, BOOL or FLOAT
+
+
+@dataclass(frozen=True)
+class ConstantParam:
+    value: Union[int, bool, float]
+
+
+Param = Union[ArrayParam, ScalarParam, ConstantParam]
+
+
+@dataclass(frozen=True)
+class CutileLaunchConfig:
+    kernel: Any  # the ct.kernel
+    params: tuple[Param, ...]  # one per kernel parameter
+
+
+REGISTRY = KernelRegistry(FRONTEND)
+
+
+def is_kernel(obj: Any) -> bool:
+    """Whether ``obj`` is a ``@ct.kernel`` (without importing cuda.tile)."""
+    cls = type(obj)
+    return cls.__name__ == "kernel" and cls.__module__.startswith("cuda.tile")
+
+
+def _source_of(kernel) -> str:
+    fn = kernel._pyfunc
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):  # defined without a file: its bytecode and constants
+        return repr((fn.__code__.co_code, fn.__code__.co_consts))
+
+
+def kernel_id(kernel) -> int:
+    """The kernel's stable id: its qualified name and source (registered with C++ on first use)."""
+    fn = kernel._pyfunc
+    kid = stable_id("cutile kernel", f"{fn.__module__}.{fn.__qualname__}", _source_of(kernel))
+    return REGISTRY.kernel(kid, kernel, fn.__name__)
+
+
+def _describe(param: Param) -> list:
+    if isinstance(param, ArrayParam):
+        return ["array", param.ndim, param.index64]
+    if isinstance(param, ScalarParam):
+        return ["scalar", int(param.kind)]
+    return ["constant", type(param.value).__name__, param.value]
+
+
+def config_id(config: CutileLaunchConfig) -> int:
+    """The configuration's stable id (the first word of its keys): the kernel, each parameter's structure
+    and the constants' values."""
+    cid = stable_id("cutile config", kernel_id(config.kernel), [_describe(p) for p in config.params])
+    return REGISTRY.config(cid, config)
+
+
+def _ct():
+    try:
+        import cuda.tile as ct
+        from cuda.tile import compilation
+    except ImportError as e:
+        raise RuntimeError(f"torch_tile: compiling a cuTile kernel needs cuda-tile: {INSTALL_HINT} ({e})") from None
+    return ct, compilation
+
+
+def _element_type(ct, packed: int):
+    dtype = _C.dtype_of_packed(packed)
+    name = str(dtype).replace("torch.", "").replace("bool", "bool_")
+    if not hasattr(ct, name):
+        raise TypeError(f"torch_tile: cuTile has no element type for {dtype}")
+    return getattr(ct, name), dtype.itemsize * 8
+
+
+def signature(config: CutileLaunchConfig, words: list[int]) -> tuple[list, list[str]]:
+    """cuTile's parameter constraints for a key (words[0] is the configuration) and the runtime parameter
+    types of the compiled kernel, in its calling convention's order."""
+    ct, compilation = _ct()
+    constraints, types = [], []
+    rest = iter(words[1:])
+    for param in config.params:
+        if isinstance(param, ConstantParam):
+            constraints.append(compilation.ConstantConstraint(param.value))
+        elif isinstance(param, ArrayParam):
+            pointer = next(rest)
+            element, bits = _element_type(ct, pointer >> 2)
+            n = param.ndim
+            sizes, strides = [next(rest) for _ in range(n)], [next(rest) for _ in range(n)]
+            wide = param.index64 or any(w >> 2 == W.INT64 for w in sizes + strides)
+            stride_one = [w & 3 == W.VALUE_ONE for w in strides]
+            constraints.append(compilation.ArrayConstraint(
+                element, n, index_dtype=ct.int64 if wide else ct.int32, stride_lower_bound_incl=0,
+                alias_groups=(), may_alias_internally=False,
+                stride_constant=[1 if one else None for one in stride_one],
+                # A stride divisible by 16 elements is divisible by 16 bytes, which cuTile counts in elements.
+                stride_divisible_by=[128 // bits if (w & 3 == W.VALUE_DIV16 and 128 % bits == 0) else 1
+                                     for w in strides],
+                shape_divisible_by=[16 if w & 3 == W.VALUE_DIV16 else 1 for w in sizes],
+                base_addr_divisible_by=16 if pointer & 3 == W.ALIGNED16 else 1))
+            types += ["*i8"] + ["i64" if wide else "i32"] * (2 * n)
+        else:
+            word = next(rest)
+            if param.kind == K.FLOAT:
+                constraints.append(compilation.ScalarConstraint(ct.float32))
+                types.append("fp32")
+            elif param.kind == K.BOOL:
+                constraints.append(compilation.ScalarConstraint(ct.bool_))
+                types.append("i1")
+            else:
+                wide = word >> 2 == W.INT64
+                constraints.append(compilation.ScalarConstraint(ct.int64 if wide else ct.int32))
+                types.append("i64" if wide else "i32")
+    return constraints, types
+
+
+def _compiler_version() -> str:
+    from cuda.tile import _compile
+    return str(_compile._get_compiler_version_string())
+
+
+def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: int) -> dict:
+    """Compiles the configuration's kernel for the key's signature on sm_<capability> (from the disk cache
+    when it has it) and describes how to launch it (the fields ``binary_from_python`` reads)."""
+    ct, compilation = _ct()
+    from cuda.tile._compile import compile_tile
+
+    kernel = config.kernel
+    constraints, types = signature(config, words)
+    name = kernel._pyfunc.__name__
+    key = _disk_cache.content_key("cutile", ENTRY_VERSION, __version__, ct.__version__, _compiler_version(),
+                                  _source_of(kernel), repr(constraints), capability)
+
+    def build() -> tuple[dict, bytes]:
+        sig = compilation.KernelSignature(constraints, compilation.CallingConvention.cutile_python_v1())
+        result = compile_tile(kernel._annotated_function, [sig], sm_arch=f"sm_{capability}",
+                              compiler_options=kernel._compiler_options)
+        return {"symbol": result.kernel_signatures[0].symbol}, result.cubin
+
+    def validate(meta: dict, cubin: bytes):
+        info = _cubin.kernel_info(cubin, meta.get("symbol", ""))
+        if not info.has_symbol or info.required_threads is None:
+            return f"the cubin has no entry point {meta.get('symbol')!r} with a required block size"
+        return None
+
+    meta, cubin = _disk_cache.active().get_or_build(key, build, validate=validate)
+    threads = _cubin.kernel_info(cubin, meta["symbol"]).required_threads
+    if threads[0] % 32 or threads[1:] != (1, 1):
+        raise ValueError(f"torch_tile: cuTile kernel {name}: a block of {threads} threads; torch_tile launches "
+                         "1-D blocks of whole warps")
+    n = len(types)
+    return {
+        "name": meta["symbol"], "cubin": cubin, "num_warps": threads[0] // 32, "num_ctas": 1, "shared": 0,
+        "launch_pdl": False, "launch_cooperative_grid": False,
+        "global_scratch_size": 0, "global_scratch_align": 1, "profile_scratch_size": 0, "profile_scratch_align": 1,
+        "runtime_params": list(range(n)), "runtime_param_types": types, "runtime_param_parts": [-1] * n,
+        "tensor_maps": [],
+    }
+
+
+def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
+    """Called by C++ (GIL held) on a kernel-cache miss."""
+    return variant_metadata(REGISTRY.config_for(kid, words[0], "cuTile kernel"), words, capability)
+
+
+def register() -> None:
+    """Makes this frontend the compiler of cuTile kernels' native variant caches (called once by
+    ``torch_tile/__init__.py``; imports nothing of cuTile)."""
+    _C.register_frontend(FRONTEND, _compile_callback)
