@@ -123,3 +123,27 @@ def test_the_example_program_defines_ops_with_no_python(cpp_examples):
     assert "all checks passed" in out.stdout
     linked = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
     assert "libpython" not in linked and "libtorch_python" not in linked
+
+
+def test_empty_tensors_are_contiguous_as_torch_says():
+    out, seen = torch.ops.cpp_test.scale(torch.empty(2, 0, device="meta"), 1.0)
+    assert out.shape == (2, 0)
+    torch.ops.cpp_test.scale(torch.empty(2, 0, 3, device="meta").transpose(0, 2), 1.0)  # any strides: empty
+
+
+def test_a_body_returning_one_tensor_twice_is_refused():
+    with pytest.raises(ValueError, match=r"cpp_test::twice: returns\(\) names out0 twice"):
+        torch.ops.cpp_test.twice(torch.empty(3, device="meta"))
+
+
+@pytest.mark.parametrize("schema, message", [
+    ("cpp_test::no_tensor(int n) -> Tensor", "needs a Tensor argument"),
+    ("cpp_test::writes(Tensor(a!) x) -> Tensor", "argument 'x' is written"),
+    ("cpp_test::listed(Tensor[] x) -> Tensor", "except list[Tensor]"),
+    ("cpp_test::pick(Tensor x) -> Tensor", "cpp_test::pick is already defined"),
+])
+def test_schemas_the_api_cannot_serve_are_refused_before_anything_is_defined(schema, message):
+    assert message in _C.testing.define_cpp_op(schema)
+    name = schema.split("(")[0]
+    if name != "cpp_test::pick":
+        assert _C.testing.define_cpp_op(schema) == _C.testing.define_cpp_op(schema)  # nothing half-defined

@@ -105,3 +105,27 @@ def test_ct_launch_is_routed_only_while_bodies_run():
     original = ct.launch
     _C.variant_keys("tile::softmax_cutile", (torch.randn(3, 40),), {})
     assert ct.launch is original
+
+
+def test_a_broadcast_input_is_declared_overlapping_in_its_own_plan():
+    before = len(_C.plans_of("cutile_test::pair"))
+    row = torch.zeros(1, 4).expand(3, 4)  # stride 0 on a dimension of 3
+    _C.variant_keys("cutile_test::pair", (torch.zeros(128), row, 0.5), {})
+    plans = _C.plans_of("cutile_test::pair")
+    assert len(plans) == before + 1
+    config = cutile_kernels.REGISTRY.configs[plans[-1].launches[0].config]
+    assert config.params[1] == cutile_kernels.ArrayParam(2, False, overlapping=True)
+    assert config.params[0].overlapping is False
+
+
+def test_kernels_that_differ_only_in_what_they_read_are_different_kernels():
+    def make(scale):
+        @ct.kernel
+        def scaled(x, out, TILE: ct.Constant[int]):
+            pid = ct.bid(0)
+            ct.store(out, index=(pid,), tile=ct.load(x, index=(pid,), shape=(TILE,)) * scale)
+        return scaled
+
+    a, b = make(2.0), make(3.0)
+    assert cutile_kernels.kernel_id(a) != cutile_kernels.kernel_id(b)
+    assert cutile_kernels.kernel_id(a) == cutile_kernels.kernel_id(make(2.0))

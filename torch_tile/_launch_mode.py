@@ -128,7 +128,7 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
         if _patch_depth == 0:
             for cls, run in _routed_runs.items():
                 cls.run = run
-            _route_cutile(True)
+        _route_cutile(True)  # on every entry: a body may be the first to import cuda.tile
         _patch_depth += 1
     previous = getattr(_local, "mode", None)
     _local.mode = mode

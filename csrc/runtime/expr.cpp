@@ -1,5 +1,7 @@
 #include "expr.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "error.h"
@@ -87,6 +89,17 @@ int64_t next_pow2(const Expr& e, int64_t n) {
 
 int64_t Expr::operands_at(size_t pc) const {
   return operand_count(ExprOp(code[pc]), code.data() + pc, code.data() + code.size());
+}
+
+int64_t Expr::max_slot_read() const {
+  int64_t slot = -1;
+  for (size_t pc = 0; pc < code.size(); pc += 1 + size_t(operands_at(pc))) {
+    const ExprOp op = ExprOp(code[pc]);
+    if (op == ExprOp::Size || op == ExprOp::Stride || op == ExprOp::Numel || op == ExprOp::DataPtr) {
+      slot = std::max(slot, code[pc + 1]);
+    }
+  }
+  return slot;
 }
 
 bool Expr::reads_argument(ExprOp op) {

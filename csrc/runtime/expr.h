@@ -74,6 +74,8 @@ struct Expr {
   }
 
   int64_t evaluate(const EvalContext& ctx) const;
+  // The largest tensor slot the expression reads (Size, Stride, Numel, DataPtr), or -1; it must be valid.
+  int64_t max_slot_read() const;
 
  private:
   int64_t operands_at(size_t pc) const;

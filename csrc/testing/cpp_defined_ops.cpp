@@ -3,6 +3,7 @@
 #include <torch_tile/op_definition.h>
 
 #include <mutex>
+#include <string>
 
 namespace torch_tile {
 namespace {
@@ -71,7 +72,21 @@ void define_cpp_test_ops() {
       b.launch(fill, {1}, 32, {KernelArg::pointer(out), KernelArg::i32(out.numel())});
       b.returns({out});
     });
+    define_op("cpp_test::twice(Tensor x) -> (Tensor, Tensor)", [](OpBuilder& b) {
+      PlanTensor out = b.empty_like(b.tensor("x"));
+      b.returns({out, out});  // refused: one tensor returned twice
+    });
   });
+}
+
+// Defines `schema` with a body that allocates like its first argument; the error message, or "".
+std::string define_for_test(const std::string& schema) {
+  try {
+    define_op(schema, [](OpBuilder& b) { b.returns({b.empty_like(b.tensor("x"))}); });
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return "";
 }
 
 }  // namespace
@@ -79,7 +94,10 @@ void define_cpp_test_ops() {
 void bind_cpp_defined_ops(pybind11::module_& m) {
   m.def("define_cpp_test_ops", &define_cpp_test_ops,
         "Defines cpp_test::scale, cpp_test::pick, cpp_test::broken (its kernel does not compile) and "
-        "cpp_test::wrong_width (it declares a parameter narrower than the kernel) with the C++ API, once per process.");
+        "cpp_test::wrong_width (it declares a parameter narrower than the kernel) and cpp_test::twice (it returns "
+        "one tensor twice) with the C++ API, once per process.");
+  m.def("define_cpp_op", &define_for_test, pybind11::arg("schema"),
+        "Defines an op from `schema` with the C++ API (a body that allocates like argument x): its error, or ''.");
 }
 
 }  // namespace torch_tile

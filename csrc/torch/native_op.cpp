@@ -310,8 +310,22 @@ void NativeOp::call_meta(torch::jit::Stack& stack) {
   const size_t first = stack.size() - n;
   try {
     for (size_t i = first; i < stack.size(); ++i) {
-      if (stack[i].isTensor() && stack[i].toTensor().unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
-        stack[i] = specialised_meta(stack[i].toTensor());
+      c10::IValue& v = stack[i];
+      if (v.isTensor() && v.toTensor().unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+        v = specialised_meta(v.toTensor());
+      } else if (v.isSymInt()) {
+        v = v.toSymInt().guard_int(__FILE__, __LINE__);
+      } else if (v.isList()) {
+        c10::List<c10::IValue> items = v.toList();
+        bool symbolic = false;
+        for (const c10::IValue& item : items) symbolic = symbolic || item.isSymInt();
+        if (symbolic) {
+          std::vector<int64_t> values;
+          for (const c10::IValue& item : items) {
+            values.push_back(item.isSymInt() ? item.toSymInt().guard_int(__FILE__, __LINE__) : item.toInt());
+          }
+          v = c10::IValue(values);
+        }
       }
     }
     const c10::IValue* in = stack.data() + first;

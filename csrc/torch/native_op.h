@@ -75,8 +75,8 @@ class NativeOp {
   // The Meta implementation (fake tensors, torch.compile) of an op with no
   // Python fake: the plan is selected (or traced) for the arguments' sizes and
   // run as a dry run, so its outputs are meta tensors of the shapes a CUDA
-  // call returns. Symbolic sizes are specialised (guard_int): each size gets
-  // its own plan evaluation, as the plans read concrete values.
+  // call returns. Symbolic sizes and ints are specialised (guard_int), as the
+  // plans read concrete values.
   void call_meta(torch::jit::Stack& stack);
 
   // The compiled variants a call with these arguments needs, without a GPU:

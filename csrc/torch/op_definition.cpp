@@ -9,12 +9,14 @@
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
 #include "../runtime/cuda_source_kernels.h"
 #include "../runtime/error.h"
 #include "../runtime/kernel_registry.h"
+#include "../runtime/limits.h"
 #include "../runtime/plan_serialization.h"
 #include "autograd_kernel.h"
 #include "dtype_map.h"
@@ -112,12 +114,16 @@ IntExpr PlanTensor::stride(int64_t dim) const {
 IntExpr PlanTensor::numel() const { return read({int64_t(ExprOp::Numel), slot_}, name_ + ".numel()"); }
 
 IntExpr PlanTensor::is_contiguous() const {
-  IntExpr all = 1;
-  IntExpr expected = 1;  // the contiguous stride of dimension d: the product of the later sizes
+  // As torch decides it: empty tensors are contiguous; otherwise each dimension longer than 1 has the stride
+  // of the later sizes' product.
+  IntExpr all = numel() == 0;
+  IntExpr dense = 1;
+  IntExpr expected = 1;
   for (int64_t d = ndim_ - 1; d >= 0; --d) {
-    all = all && (size(d) == 1 || stride(d) == expected);
+    dense = dense && (size(d) == 1 || stride(d) == expected);
     expected = expected * size(d);
   }
+  all = all || dense;
   return IntExpr(all.code(), name_ + ".is_contiguous()");
 }
 
@@ -175,18 +181,9 @@ struct PlanUnderConstruction {
   bool evaluate(const IntExpr& condition) const {
     Expr e{condition.code(), condition.text()};
     e.validate();
-    const std::vector<int64_t>& c = e.code;
-    for (size_t pc = 0; pc < c.size();) {
-      const ExprOp o = ExprOp(c[pc]);
-      const bool reads_slot = o == ExprOp::Size || o == ExprOp::Stride || o == ExprOp::Numel || o == ExprOp::DataPtr;
-      if (reads_slot && c[pc + 1] >= args.num_slots) {
-        error(ErrorKind::Value, "`" + condition.text() + "` reads a tensor the body allocates; holds() and check() "
-                                "may read only the op's arguments");
-      }
-      pc += 1 + (o == ExprOp::Const || o == ExprOp::Numel || o == ExprOp::Scalar || o == ExprOp::DataPtr ||
-                         o == ExprOp::IsNone
-                     ? 1
-                     : (o == ExprOp::Size || o == ExprOp::Stride) ? 2 : 0);
+    if (e.max_slot_read() >= args.num_slots) {
+      error(ErrorKind::Value, "`" + condition.text() + "` reads a tensor the body allocates; holds() and check() "
+                              "may read only the op's arguments");
     }
     return e.evaluate(args.eval()) != 0;
   }
@@ -352,7 +349,16 @@ void OpBuilder::launch(const CudaKernel& kernel, const std::vector<IntExpr>& gri
 
 void OpBuilder::returns(const std::vector<PlanTensor>& outputs) {
   if (plan_.returned) plan_.error(ErrorKind::Value, "the body calls returns() twice");
-  for (const PlanTensor& t : outputs) plan_.plan->outputs.push_back(t.slot());
+  std::vector<int32_t>& slots = plan_.plan->outputs;
+  for (const PlanTensor& t : outputs) {
+    if (t.slot() < plan_.args.num_slots) {
+      plan_.error(ErrorKind::Value, "returns() takes tensors the body allocated, not argument '" + t.name_ + "'");
+    }
+    if (std::find(slots.begin(), slots.end(), t.slot()) != slots.end()) {
+      plan_.error(ErrorKind::Value, "returns() names " + t.name_ + " twice; return distinct tensors");
+    }
+    slots.push_back(t.slot());
+  }
   plan_.returned = true;
 }
 
@@ -401,6 +407,9 @@ void define_op(const std::string& schema, OpBody body) {
         c10::Dispatcher::singleton().findSchema({qualname.c_str(), ""}).has_value()) {
       fail(ErrorKind::Value, qualname + " is already defined");
     }
+    if (parsed.arguments().size() > size_t(kMaxOpArgs)) {
+      fail(ErrorKind::NotImplemented, qualname + ": more than " + std::to_string(kMaxOpArgs) + " arguments");
+    }
     std::vector<ArgKind> kinds;
     for (const c10::Argument& a : parsed.arguments()) {
       const std::optional<ArgKind> kind = arg_kind_of_type(a.real_type()->annotation_str());
@@ -408,7 +417,14 @@ void define_op(const std::string& schema, OpBody body) {
         fail(ErrorKind::Value, qualname + ": argument '" + a.name() + "' has type " + a.real_type()->annotation_str() +
                                    "; ops defined in C++ take " + kSupportedArgTypes + " except list[Tensor]");
       }
+      if (a.alias_info() != nullptr && a.alias_info()->isWrite()) {
+        fail(ErrorKind::Value, qualname + ": argument '" + a.name() + "' is written (" + schema +
+                                   "); ops defined in C++ return new tensors and write no argument");
+      }
       kinds.push_back(*kind);
+    }
+    if (std::none_of(kinds.begin(), kinds.end(), [](ArgKind k) { return value_kind(k) == ArgKind::Tensor; })) {
+      fail(ErrorKind::Value, qualname + ": an op defined in C++ needs a Tensor argument (its device decides where it runs)");
     }
     for (const c10::Argument& r : parsed.returns()) {
       if (r.type()->kind() != c10::TypeKind::TensorType) {

@@ -6,13 +6,13 @@
 // wheel's, or a toolkit's), cached in memory per specialization.
 //
 //   namespace tt = torch_tile;
-//   const tt::CudaKernel scale(R"(
+//   static const tt::CudaKernel scale(R"(  // static: bodies run later, on each new case
 //     template <typename T>
 //     __global__ void scale(T* out, const T* x, float alpha, long long n) {
 //       long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
 //       if (i < n) out[i] = T(float(x[i]) * alpha);
 //     })", "scale");
-//   tt::define_op("demo::scale(Tensor x, float alpha) -> Tensor", [&](tt::OpBuilder& b) {
+//   tt::define_op("demo::scale(Tensor x, float alpha) -> Tensor", [](tt::OpBuilder& b) {
 //     tt::PlanTensor x = b.tensor("x");
 //     b.check(x.is_contiguous(), "x must be contiguous");
 //     tt::PlanTensor out = b.empty_like(x);
@@ -207,7 +207,7 @@ class OpBuilder {
   void launch(const CudaKernel& kernel, const std::vector<IntExpr>& grid, int block, const std::vector<KernelArg>& args,
               const LaunchOptions& options = {});
 
-  // The tensors the op returns (tensors it allocated), as many as its schema's returns.
+  // The tensors the op returns (distinct tensors it allocated), as many as its schema's returns.
   void returns(const std::vector<PlanTensor>& outputs);
 
   // The op being built, for messages.
@@ -226,8 +226,8 @@ using OpBody = std::function<void(OpBuilder&)>;
 
 // Defines `schema` ("namespace::name(Tensor x, float alpha) -> Tensor", as
 // TORCH_LIBRARY's def) with the dispatcher and registers its kernels. Tensor[]
-// arguments and list returns are not supported. Thread-safe; defining a name
-// twice is an error.
+// arguments, list returns and written arguments are not supported; the op
+// needs a Tensor argument. Thread-safe; defining a name twice is an error.
 void define_op(const std::string& schema, OpBody body);
 
 // The op's plans, serialized (csrc/runtime/plan_serialization.h: the format

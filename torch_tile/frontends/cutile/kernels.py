@@ -24,6 +24,9 @@ INSTALL_HINT = "pip install torch_tile[cutile] (cuda-tile with its tileiras comp
 class ArrayParam:
     ndim: int
     index64: bool  # ct.IndexedWithInt64: shapes and strides as int64
+    # A dimension of stride 0 and size > 1 (an expand()ed tensor): elements share memory, as cuTile's JIT
+    # declares to its compiler (may_alias_internally). Guarded per plan.
+    overlapping: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,24 +57,43 @@ def is_kernel(obj: Any) -> bool:
     return cls.__name__ == "kernel" and cls.__module__.startswith("cuda.tile")
 
 
-def _source_of(kernel) -> str:
-    fn = kernel._pyfunc
+def _source_of(fn) -> str:
     try:
         return inspect.getsource(fn)
     except (OSError, TypeError):  # defined without a file: its bytecode and constants
         return repr((fn.__code__.co_code, fn.__code__.co_consts))
 
 
-def kernel_id(kernel) -> int:
-    """The kernel's stable id: its qualified name and source (registered with C++ on first use)."""
+def _value_identity(value: Any) -> Any:
+    """What a value a kernel reads (a closure cell or a global) contributes to its compile: a function's
+    source (a cuTile helper, or the kernel of a @ct.function), a module's name, else its repr."""
+    fn = getattr(value, "_pyfunc", value)
+    if inspect.isfunction(fn):
+        return ["function", f"{fn.__module__}.{fn.__qualname__}", _source_of(fn)]
+    if inspect.ismodule(value):
+        return ["module", value.__name__]
+    return ["value", type(value).__qualname__, repr(value)]
+
+
+def identity(kernel) -> list:
+    """What cuTile compiles a kernel from: its qualified name and source, its compiler options, and the values
+    it reads from closure cells and globals (cuTile folds them in at compile time), so two kernels that differ
+    only there are two kernels, and an edited global or helper misses the disk cache."""
     fn = kernel._pyfunc
-    kid = stable_id("cutile kernel", f"{fn.__module__}.{fn.__qualname__}", _source_of(kernel))
-    return REGISTRY.kernel(kid, kernel, fn.__name__)
+    cells = [_value_identity(c.cell_contents) for c in (fn.__closure__ or ())]
+    globals_read = [[name, _value_identity(fn.__globals__[name])] for name in sorted(set(fn.__code__.co_names))
+                    if name in fn.__globals__]
+    return [f"{fn.__module__}.{fn.__qualname__}", _source_of(fn), repr(kernel._compiler_options), cells, globals_read]
+
+
+def kernel_id(kernel) -> int:
+    """The kernel's stable id, from its identity (registered with C++ on first use)."""
+    return REGISTRY.kernel(stable_id("cutile kernel", identity(kernel)), kernel, kernel._pyfunc.__name__)
 
 
 def _describe(param: Param) -> list:
     if isinstance(param, ArrayParam):
-        return ["array", param.ndim, param.index64]
+        return ["array", param.ndim, param.index64, param.overlapping]
     if isinstance(param, ScalarParam):
         return ["scalar", int(param.kind)]
     return ["constant", type(param.value).__name__, param.value]
@@ -119,7 +141,7 @@ def signature(config: CutileLaunchConfig, words: list[int]) -> tuple[list, list[
             stride_one = [w & 3 == W.VALUE_ONE for w in strides]
             constraints.append(compilation.ArrayConstraint(
                 element, n, index_dtype=ct.int64 if wide else ct.int32, stride_lower_bound_incl=0,
-                alias_groups=(), may_alias_internally=False,
+                alias_groups=(), may_alias_internally=param.overlapping,
                 stride_constant=[1 if one else None for one in stride_one],
                 # A stride divisible by 16 elements is divisible by 16 bytes, which cuTile counts in elements.
                 stride_divisible_by=[128 // bits if (w & 3 == W.VALUE_DIV16 and 128 % bits == 0) else 1
@@ -157,7 +179,7 @@ def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: i
     constraints, types = signature(config, words)
     name = kernel._pyfunc.__name__
     key = _disk_cache.content_key("cutile", ENTRY_VERSION, __version__, ct.__version__, _compiler_version(),
-                                  _source_of(kernel), repr(constraints), capability)
+                                  identity(kernel), repr(constraints), capability)
 
     def build() -> tuple[dict, bytes]:
         sig = compilation.KernelSignature(constraints, compilation.CallingConvention.cutile_python_v1())

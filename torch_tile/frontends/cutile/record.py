@@ -59,7 +59,11 @@ def record_launch(tracer, kernel, grid: Any, args: Any, options: dict) -> _plan.
                                       getattr(array, "static_stride_dims", None)):
                 raise tracer.error(f"{where}: static_shape_dims/static_stride_dims are not supported")
             index = getattr(array, "index_dtype", None)
-            params.append(ArrayParam(n, index64=getattr(index, "name", "") == "int64"))
+            # Comparing sizes and strides guards the plan on the answer (a broadcast input gets its own plan);
+            # the tensors the plan allocates are dense.
+            overlapping = value._slot < tracer.num_inputs and any(
+                value.stride(d) == 0 and value.shape[d] > 1 for d in range(n))
+            params.append(ArrayParam(n, index64=getattr(index, "name", "") == "int64", overlapping=overlapping))
             bindings.append(value_binding(tracer, where, value, specialize=True, specialize_alignment=True)[1])
             for dims in (value.shape, value.stride()):
                 for d in dims:
