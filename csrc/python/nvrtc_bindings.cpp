@@ -45,6 +45,8 @@ void bind_nvrtc(py::module_& m) {
       },
       py::arg("kinds"), py::arg("words"), py::arg("kernel_name"),
       "The NAME=0/1 macros a specialised CUDA kernel's variant sees, from its binding kinds and key words.");
+  m.def("cuda_name_expression", &cuda_name_expression, py::arg("name"), py::arg("template_args"),
+        "'name<args...>' as C++ spells a kernel instance (the runtime's, for ops defined in C++ too).");
   m.def("cuda_element_type", &cuda_element_type, py::arg("packed_dtype"),
         "The C++ type name of a packed dtype's elements ('float', '__half'...), '' if none.");
 }

@@ -1,5 +1,7 @@
 #include "byte_io.h"
 
+#include <cstdio>
+
 #include <array>
 
 namespace torch_tile {
@@ -97,6 +99,20 @@ size_t unframe(const std::string& bytes, const char (&magic)[8], uint32_t versio
   if (size != bytes.size() - kHeaderSize) header.corrupt("truncated or with trailing data");
   if (crc32c(bytes, kHeaderSize) != crc) header.corrupt("checksum mismatch");
   return kHeaderSize;
+}
+
+// C stdio: no iostreams in this library (see tensor_map.cpp).
+std::string read_file(const std::string& path, const std::string& who) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) fail(ErrorKind::Value, who + ": cannot open '" + path + "'");
+  std::string bytes;
+  char buffer[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) bytes.append(buffer, n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) fail(ErrorKind::Value, who + ": cannot read '" + path + "'");
+  return bytes;
 }
 
 }  // namespace torch_tile

@@ -20,6 +20,9 @@ namespace torch_tile {
 // plans and bundles are trusted like the cubins they carry).
 uint32_t crc32c(const std::string& data, size_t offset);
 
+// The bytes of the file at `path`; a Value error naming `who` and the path if it cannot be opened or read.
+std::string read_file(const std::string& path, const std::string& who);
+
 class ByteWriter {
  public:
   template <class T>

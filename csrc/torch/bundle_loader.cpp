@@ -6,18 +6,16 @@
 // tracing; an op it has (defined from Python) only gets the plans.
 #include <torch_tile/torch_tile.h>
 
-#include <cstdio>
 #include <mutex>
 
 #include "../runtime/bundle.h"
+#include "../runtime/byte_io.h"
 #include "../runtime/bundled_variants.h"
 #include "../runtime/kernel_registry.h"
 #include "../runtime/plan_set.h"
 #include "aten_step.h"
-#include "autograd_kernel.h"
 #include "error_translation.h"
 #include "native_op.h"
-#include "op_library.h"
 
 #ifndef TORCH_TILE_VERSION
 #error "TORCH_TILE_VERSION is defined by setup.py from torch_tile/_version.py"
@@ -45,31 +43,6 @@ std::mutex& load_mutex() {
   return *m;
 }
 
-// Defines the op from its serialized signature and registers its kernels.
-std::shared_ptr<NativeOp> define_op(const OpPlans& plans) {
-  const OpName name = split_op_name(plans.qualname);
-  new_library(torch::Library::FRAGMENT, name.ns, std::nullopt).def((name.name + plans.schema).c_str());
-  auto op = std::make_shared<NativeOp>(plans.qualname, plans.schema, plans.arg_kinds, plans.num_returns,
-                                       std::make_shared<BundleTracer>());
-  register_native_op(op, "CUDA");
-  register_autograd_kernels(plans.qualname, op->written_args(), std::make_shared<RefusedDifferentiableCall>(plans.qualname, "loaded from a bundle"));
-  return op;
-}
-
-// The file's bytes (C stdio: no iostreams in this library, see csrc/runtime/tensor_map.cpp).
-std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) fail(ErrorKind::Value, "torch_tile::load_bundle: cannot open '" + path + "'");
-  std::string bytes;
-  char buffer[1 << 16];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) bytes.append(buffer, n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) fail(ErrorKind::Value, "torch_tile::load_bundle: cannot read '" + path + "'");
-  return bytes;
-}
-
 LoadedBundle load(const std::string& bytes) {
   const Bundle bundle = deserialize_bundle(bytes);
   std::lock_guard<std::mutex> lock(load_mutex());
@@ -85,7 +58,10 @@ LoadedBundle load(const std::string& bytes) {
   for (const BundledVariant& v : bundle.variants) add_bundled_variant(v);
   for (const OpPlans& plans : ops) {
     std::shared_ptr<NativeOp> op = find_native_op(plans.qualname);
-    if (!op) op = define_op(plans);
+    if (!op) {
+      op = define_native_op(plans.qualname, plans.schema, plans.arg_kinds, plans.num_returns,
+                            std::make_shared<BundleTracer>(), "loaded from a bundle");
+    }
     loaded.plans += op->install_plans(plans);
     loaded.ops.push_back(plans.qualname);
   }
@@ -101,7 +77,7 @@ LoadedBundle load_bundle_bytes(const std::string& bytes) {
 
 LoadedBundle load_bundle(const std::string& path) {
   return translating_errors([&] {
-    const std::string bytes = read_file(path);
+    const std::string bytes = read_file(path, "torch_tile::load_bundle");
     try {
       return load(bytes);
     } catch (const Error& e) {

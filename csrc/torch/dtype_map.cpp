@@ -48,14 +48,15 @@ std::vector<c10::ScalarType> kernel_scalar_types() {
   return types;
 }
 
-DLDataType dl_dtype_of(const at::TensorBase& t) {
+DLDataType dl_dtype_of(c10::ScalarType t) {
   DLDataType dl{};
-  if (!to_dl_dtype(t.scalar_type(), &dl)) {
-    fail(ErrorKind::Type, std::string("torch_tile: dtype ") + c10::toString(t.scalar_type()) +
-                              " cannot be passed to a kernel");
+  if (!to_dl_dtype(t, &dl)) {
+    fail(ErrorKind::Type, std::string("torch_tile: dtype ") + c10::toString(t) + " cannot be passed to a kernel");
   }
   return dl;
 }
+
+DLDataType dl_dtype_of(const at::TensorBase& t) { return dl_dtype_of(t.scalar_type()); }
 
 c10::ScalarType to_scalar_type(DLDataType t) {
   const uint32_t packed = pack_dtype(t);

@@ -15,7 +15,8 @@ bool to_dl_dtype(c10::ScalarType t, DLDataType* out);
 c10::ScalarType to_scalar_type(DLDataType t);
 // Every dtype a tile kernel can take (the table's torch side).
 std::vector<c10::ScalarType> kernel_scalar_types();
-// The tensor's dtype in DLPack terms; throws a Type error for dtypes without one.
+// The dtype in DLPack terms; throws a Type error for dtypes without one.
+DLDataType dl_dtype_of(c10::ScalarType t);
 DLDataType dl_dtype_of(const at::TensorBase& t);
 
 }  // namespace torch_tile

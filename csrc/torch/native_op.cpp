@@ -11,6 +11,7 @@
 #include "../runtime/device_info.h"
 #include "../runtime/plan_executor.h"
 #include "aten_step.h"
+#include "autograd_kernel.h"
 #include "native_backward.h"
 #include "dtype_map.h"
 #include "error_translation.h"
@@ -305,6 +306,20 @@ at::Tensor specialised_meta(const at::Tensor& t) {
 
 }  // namespace
 
+template <class Ran>
+void NativeOp::dry_run(const torch::jit::Stack& stack, KeySink& keys, Ran ran) {
+  const size_t first = stack.size() - arg_kinds_.size();
+  const c10::IValue* in = stack.data() + first;
+  CallArgs args;
+  const c10::Device device = read_arguments(in, args, /*any_device=*/true);
+  const LaunchPlan& plan = plan_for(args, stack, first);
+  c10::OptionalDeviceGuard device_guard;  // the plan's allocations and ATen steps go to the arguments' device
+  if (device.is_cuda()) device_guard.reset_device(device);
+  TorchLaunchHost host(args, in, device);
+  run_plan(plan, args, host, qualname_.c_str(), nullptr, &keys);
+  ran(plan, host, device);
+}
+
 void NativeOp::call_meta(torch::jit::Stack& stack) {
   const size_t n = arg_kinds_.size();
   const size_t first = stack.size() - n;
@@ -328,17 +343,13 @@ void NativeOp::call_meta(torch::jit::Stack& stack) {
         }
       }
     }
-    const c10::IValue* in = stack.data() + first;
-    CallArgs args;
-    const c10::Device device = read_arguments(in, args, /*any_device=*/true);
-    if (!device.is_meta()) {
-      fail(ErrorKind::Value, qualname_ + ": the Meta implementation got tensors on " + device.str());
-    }
-    const LaunchPlan& plan = plan_for(args, stack, first);
-    TorchLaunchHost host(args, in, device);
     IgnoredKeys ignored;
-    run_plan(plan, args, host, qualname_.c_str(), nullptr, &ignored);
-    push_outputs(plan, host, stack, n);
+    dry_run(stack, ignored, [&](const LaunchPlan& plan, TorchLaunchHost& host, c10::Device device) {
+      if (!device.is_meta()) {
+        fail(ErrorKind::Value, qualname_ + ": the Meta implementation got tensors on " + device.str());
+      }
+      push_outputs(plan, host, stack, n);
+    });
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
@@ -346,19 +357,10 @@ void NativeOp::call_meta(torch::jit::Stack& stack) {
 
 std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> NativeOp::variant_keys(
     const torch::jit::Stack& stack) {
-  const size_t n = arg_kinds_.size();
-  if (stack.size() < n) fail(ErrorKind::Value, qualname_ + ": variant_keys needs the op's arguments");
-  const size_t first = stack.size() - n;
-  const c10::IValue* in = stack.data() + first;
+  if (stack.size() < arg_kinds_.size()) fail(ErrorKind::Value, qualname_ + ": variant_keys needs the op's arguments");
   CollectedKeys collected;
   try {
-    CallArgs args;
-    const c10::Device device = read_arguments(in, args, /*any_device=*/true);
-    const LaunchPlan& plan = plan_for(args, stack, first);
-    c10::OptionalDeviceGuard device_guard;  // the plan's allocations and ATen steps go to the arguments' device
-    if (device.is_cuda()) device_guard.reset_device(device);
-    TorchLaunchHost host(args, in, device);
-    run_plan(plan, args, host, qualname_.c_str(), nullptr, &collected);
+    dry_run(stack, collected, [](const LaunchPlan&, TorchLaunchHost&, c10::Device) {});
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
   }
@@ -443,6 +445,18 @@ void register_native_op(std::shared_ptr<NativeOp> op, const std::string& dispatc
     lib.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeOpKernel>(op)));
   });
   OpTable<NativeOp>::instance().put(op->qualname(), op);
+}
+
+std::shared_ptr<NativeOp> define_native_op(const std::string& qualname, const std::string& signature,
+                                           std::vector<ArgKind> arg_kinds, int num_returns,
+                                           std::shared_ptr<PlanTracer> tracer, const std::string& no_backward) {
+  const OpName name = split_op_name(qualname);
+  new_library(torch::Library::FRAGMENT, name.ns, std::nullopt).def((name.name + signature).c_str());
+  auto op = std::make_shared<NativeOp>(qualname, signature, std::move(arg_kinds), num_returns, std::move(tracer));
+  register_native_op(op, "CUDA");
+  register_autograd_kernels(qualname, op->written_args(),
+                            std::make_shared<RefusedDifferentiableCall>(qualname, no_backward));
+  return op;
 }
 
 void register_native_meta(std::shared_ptr<NativeOp> op) {

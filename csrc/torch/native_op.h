@@ -101,6 +101,10 @@ class NativeOp {
   TensorArg read_tensor(const at::Tensor& t, size_t i, int64_t index, CallArgs& args, FirstTensor& first,
                         bool any_device) const;
   const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
+  // Selects (or traces) the plan for the arguments on `stack` and runs it as a dry run on their device
+  // (launch keys to `keys`); `ran(plan, host, device)` sees what it made while the host lives.
+  template <class Ran>
+  void dry_run(const torch::jit::Stack& stack, KeySink& keys, Ran ran);
   // The plan's outputs replace the `n` arguments on the stack.
   void push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n);
   // A gradient op's outputs replace its arguments on the stack (see the constructor).
@@ -124,6 +128,14 @@ class NativeOp {
 // Registers `op` as the implementation of its qualname for `dispatch_key`
 // ("CUDA"); the schema must already be defined. Kept for the process lifetime.
 void register_native_op(std::shared_ptr<NativeOp> op, const std::string& dispatch_key);
+
+// Defines `qualname` with `signature` ("(Tensor x) -> Tensor") and registers
+// the op for an op whose backward this process does not have: its CUDA kernel
+// and autograd kernels that refuse calls needing a gradient, saying why
+// (`no_backward`: "loaded from a bundle").
+std::shared_ptr<NativeOp> define_native_op(const std::string& qualname, const std::string& signature,
+                                           std::vector<ArgKind> arg_kinds, int num_returns,
+                                           std::shared_ptr<PlanTracer> tracer, const std::string& no_backward);
 
 // Registers `op`'s Meta kernel (NativeOp::call_meta), for ops that have no Python fake.
 void register_native_meta(std::shared_ptr<NativeOp> op);

@@ -7,22 +7,19 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
-#include <torch/library.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <utility>
 
+#include "../runtime/byte_io.h"
 #include "../runtime/cuda_source_kernels.h"
 #include "../runtime/error.h"
 #include "../runtime/kernel_registry.h"
 #include "../runtime/limits.h"
 #include "../runtime/plan_serialization.h"
-#include "autograd_kernel.h"
 #include "dtype_map.h"
 #include "error_translation.h"
 #include "native_op.h"
-#include "op_library.h"
 #include "schema_arg_kinds.h"
 
 namespace torch_tile {
@@ -53,13 +50,6 @@ IntExpr unary(const IntExpr& a, ExprOp op, const std::string& text) {
 }
 
 IntExpr read(std::vector<int64_t> code, std::string text) { return IntExpr(std::move(code), std::move(text)); }
-
-// The runtime's packed dtype of `t`; a TypeError for dtypes kernels cannot take.
-uint32_t packed(c10::ScalarType t) {
-  DLDataType dl{};
-  if (!to_dl_dtype(t, &dl)) fail(ErrorKind::Type, std::string("torch_tile: dtype ") + c10::toString(t) + " cannot be passed to a kernel");
-  return pack_dtype(dl);
-}
 
 }  // namespace
 
@@ -143,19 +133,12 @@ CudaKernel::CudaKernel(std::string source, std::string name, std::vector<std::st
 
 CudaKernel CudaKernel::from_file(const std::string& path, std::string name, std::vector<std::string> options,
                                  bool specialize) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  TORCH_CHECK_VALUE(f != nullptr, "torch_tile: cannot open '", path, "'");
-  std::string source;
-  char buffer[1 << 16];
-  for (size_t n = 0; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) source.append(buffer, n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  TORCH_CHECK_VALUE(!failed, "torch_tile: cannot read '", path, "'");
+  std::string source = translating_errors([&] { return read_file(path, "torch_tile::CudaKernel::from_file"); });
   return CudaKernel(std::move(source), std::move(name), std::move(options), specialize);
 }
 
 std::string cuda_type(c10::ScalarType dtype) {
-  const std::string name = translating_errors([&] { return cuda_element_type(packed(dtype)); });
+  const std::string name = translating_errors([&] { return cuda_element_type(pack_dtype(dl_dtype_of(dtype))); });
   TORCH_CHECK_TYPE(!name.empty(), "torch_tile: no C++ element type for ", c10::toString(dtype));
   return name;
 }
@@ -252,7 +235,7 @@ PlanTensor OpBuilder::allocate(const std::vector<IntExpr>* shape, const PlanTens
                                bool zero) {
   LaunchPlan& plan = *plan_.plan;
   AllocStep step;
-  step.dtype = packed(dtype);
+  step.dtype = pack_dtype(dl_dtype_of(dtype));
   step.zero = zero;
   int64_t ndim = 0;
   if (like != nullptr) {
@@ -431,16 +414,9 @@ void define_op(const std::string& schema, OpBody body) {
         fail(ErrorKind::Value, qualname + ": ops defined in C++ return tensors; the schema returns " + r.type()->str());
       }
     }
-    const OpName name = split_op_name(qualname);
-    const size_t paren = schema.find('(');
-    const std::string signature = schema.substr(paren);
-    new_library(torch::Library::FRAGMENT, name.ns, std::nullopt).def(schema.c_str());
-    auto op = std::make_shared<NativeOp>(qualname, signature, kinds, int(parsed.returns().size()),
-                                         std::make_shared<CppBodyTracer>(std::move(body)));
-    register_native_op(op, "CUDA");
-    register_native_meta(op);
-    register_autograd_kernels(qualname, op->written_args(),
-                              std::make_shared<RefusedDifferentiableCall>(qualname, "defined in C++"));
+    register_native_meta(define_native_op(qualname, schema.substr(schema.find('(')), kinds,
+                                          int(parsed.returns().size()),
+                                          std::make_shared<CppBodyTracer>(std::move(body)), "defined in C++"));
   });
 }
 

@@ -108,9 +108,7 @@ class CudaKernel:
 
     def name_expression(self, template_args: Sequence[Union[int, bool, str]] = ()) -> str:
         """``name<args...>`` as C++ spells the instance (``name`` without template arguments)."""
-        if not template_args:
-            return self.name
-        return f"{self.name}<{', '.join(_template_argument(a) for a in template_args)}>"
+        return _C.cuda_name_expression(self.name, [_template_argument(a) for a in template_args])
 
     def compile(self, template_args: Sequence[Union[int, bool, str]] = (), *, capability: int,
                 label: str = "", defines: Sequence[str] = ()) -> CompiledCuda:

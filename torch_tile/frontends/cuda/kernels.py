@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from ... import _C, _cubin, _plan
-from .. import KernelRegistry, stable_id
+from .. import KernelRegistry, plain_launch_metadata, stable_id
 from .compile import CudaKernel
 from .mangled import FLOATING, INTEGER, POINTER, parameter_categories
 
@@ -98,14 +98,7 @@ def variant_metadata(config: CudaLaunchConfig, capability: int, defines: list[st
     if info.static_shared + config.shared_mem > _cubin.MAX_SHARED_BYTES:
         raise ValueError(f"torch_tile: {where}: {info.static_shared} bytes of static and {config.shared_mem} of "
                          f"dynamic shared memory exceed {_cubin.MAX_SHARED_BYTES}")
-    n = len(config.kinds)
-    return {
-        "name": compiled.lowered_name, "cubin": compiled.cubin, "num_warps": config.block // 32, "num_ctas": 1,
-        "shared": config.shared_mem, "launch_pdl": False, "launch_cooperative_grid": False,
-        "global_scratch_size": 0, "global_scratch_align": 1, "profile_scratch_size": 0, "profile_scratch_align": 1,
-        "runtime_params": list(range(n)), "runtime_param_types": types, "runtime_param_parts": [-1] * n,
-        "tensor_maps": [],
-    }
+    return plain_launch_metadata(compiled.lowered_name, compiled.cubin, config.block // 32, config.shared_mem, types)
 
 
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:

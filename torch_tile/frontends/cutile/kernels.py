@@ -11,7 +11,7 @@ from typing import Any, Union
 
 from ... import _C, _cubin, _disk_cache, _plan
 from ..._version import __version__
-from .. import KernelRegistry, stable_id
+from .. import KernelRegistry, plain_launch_metadata, stable_id
 
 FRONTEND = "cutile"
 ENTRY_VERSION = 1  # part of every disk-cache key: a new entry layout ignores older entries
@@ -198,14 +198,7 @@ def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: i
     if threads[0] % 32 or threads[1:] != (1, 1):
         raise ValueError(f"torch_tile: cuTile kernel {name}: a block of {threads} threads; torch_tile launches "
                          "1-D blocks of whole warps")
-    n = len(types)
-    return {
-        "name": meta["symbol"], "cubin": cubin, "num_warps": threads[0] // 32, "num_ctas": 1, "shared": 0,
-        "launch_pdl": False, "launch_cooperative_grid": False,
-        "global_scratch_size": 0, "global_scratch_align": 1, "profile_scratch_size": 0, "profile_scratch_align": 1,
-        "runtime_params": list(range(n)), "runtime_param_types": types, "runtime_param_parts": [-1] * n,
-        "tensor_maps": [],
-    }
+    return plain_launch_metadata(meta["symbol"], cubin, threads[0] // 32, 0, types)
 
 
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
