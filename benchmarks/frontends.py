@@ -1,7 +1,7 @@
 """Each frontend's row softmax through torch_tile against that frontend's own
 Python launch (issue 15, item 4), side by side in one run.
 
-    python benchmarks/frontends.py [--rows 64] [--cols 512] [--out DIR]
+    python benchmarks/frontends.py [--rows 8] [--cols 128] [--rounds 15] [--out DIR]
 
 Rows (host µs per call at a small shape, where the host decides; GPU µs per
 call at a large one, CUDA events):
@@ -14,6 +14,12 @@ call at a large one, CUDA events):
 
   cuTile, torch_tile       torch.ops.tile.softmax_cutile (torch_tile/kernels/softmax_cutile.py)
   cuTile, ct.launch        softmax_rows through cuTile's own launcher, as a cuTile user writes it
+
+  <op> (driver floor)      the op's last launch replayed with bare cuLaunchKernelEx from C++, each with an
+                           output allocation: what the driver and allocator cost for that op's cubin and
+                           arguments. An op's time above it is torch_tile's own work (host_us_above_driver_floor).
+
+Host rows are measured in interleaved rounds (best, median and worst round reported).
 
 The cuTile rows need cuda-tile; a row that cannot run here (cuTile missing, or
 its compiler failing on this machine) is reported as missing, with why. With
@@ -34,11 +40,12 @@ import torch
 import triton
 
 import torch_tile
+from torch_tile.demo import host_seconds
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 from _report import write  # noqa: E402
-from _timing import host_us  # noqa: E402
+from _timing import interleaved_us  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
 from torch_tile.frontends.cuda.record import ctype  # noqa: E402
 from torch_tile.kernels._common import acc_dtype  # noqa: E402
@@ -129,6 +136,7 @@ def main() -> int:
     # end, so a slower kernel would be measured instead of the launch path (gpu_us_host_shape says which).
     parser.add_argument("--rows", type=int, default=8, help="rows of the host-time shape")
     parser.add_argument("--cols", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved host-time rounds per row")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -155,7 +163,17 @@ def main() -> int:
     large_launchers = dict(launchers, **{"cuda C++, ctypes launch": CtypesLaunch(large)})
     for name, fn in launchers.items():  # every launcher computes the same softmax
         torch.testing.assert_close(fn(small), reference, atol=1e-6, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
-    host = {name: host_us(lambda fn=fn: fn(small), iters=2000) for name, fn in launchers.items()}
+    # The driver's floor under each torch_tile op: its last launch replayed with bare cuLaunchKernelEx from C++,
+    # each with an output allocation, as the op makes one. What an op costs above it is torch_tile's own work.
+    ops = {"triton, torch_tile": "tile::softmax", "cuda C++, torch_tile": "tile::softmax_cuda",
+           "cuTile, torch_tile": "tile::softmax_cutile"}
+    floors = {f"{name} (driver floor)": (lambda n, op=op: torch_tile._C.testing.bench_raw_launch(
+        op, (small,), n, allocate_like=small)) for name, op in ops.items() if name in launchers}
+    # Rounds interleaved: this machine's host µs drift by a third between runs, alike for every row within one.
+    host_rounds = interleaved_us({**{name: (lambda n, fn=fn: host_seconds(lambda: fn(small), n))
+                                     for name, fn in launchers.items()}, **floors}, iters=1000, rounds=args.rounds)
+    host = {name: r["best"] for name, r in host_rounds.items()}
+    above_floor = {name: host[name] - host[f"{name} (driver floor)"] for name in ops if name in launchers}
     gpu = {name: _gpu_us(lambda fn=fn: fn(large)) for name, fn in large_launchers.items()}
     gpu_small = {name: _gpu_us(lambda fn=fn: fn(small)) for name, fn in launchers.items()}
     triton_op = host["triton, torch_tile"]
@@ -169,19 +187,32 @@ def main() -> int:
         "Triton op >= 2x faster than Triton's own launcher": ratios["triton_own_over_triton_op"] >= 2.0,
         "cuda C++ op >= 2x faster than its ctypes launch": ratios["cuda_own_over_cuda_op"] >= 2.0,
     }
+    ratios["cuda_op_over_triton_op_above_floor"] = above_floor["cuda C++, torch_tile"] / above_floor[
+        "triton, torch_tile"]
     if "cuTile, torch_tile" in host:
         ratios["cutile_op_over_triton_op"] = host["cuTile, torch_tile"] / triton_op
+        ratios["cutile_op_over_triton_op_above_floor"] = above_floor["cuTile, torch_tile"] / above_floor[
+            "triton, torch_tile"]
         targets["cuTile op within 1.1x of the Triton op (host)"] = ratios["cutile_op_over_triton_op"] <= 1.1
     if "cuTile, torch_tile" in host and "cuTile, ct.launch" in host:
         ratios["cutile_own_over_cutile_op"] = host["cuTile, ct.launch"] / host["cuTile, torch_tile"]
         targets["cuTile op >= 2x faster than ct.launch"] = ratios["cutile_own_over_cutile_op"] >= 2.0
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "host_shape": [args.rows, args.cols], "gpu_shape": list(large.shape), "host_us": host, "gpu_us": gpu,
+              "host_shape": [args.rows, args.cols], "gpu_shape": list(large.shape), "host_us": host,
+              "host_us_rounds": host_rounds, "host_us_above_driver_floor": above_floor, "gpu_us": gpu,
               "gpu_us_host_shape": gpu_small,
               "ratios": ratios, "targets_met": targets, "missing": missing}
-    print(f"{'softmax':28s} {'host µs/call':>13s} {'GPU µs, same':>13s} {'GPU µs, large':>14s}")
+    print(f"{'softmax':28s} {'host µs/call':>13s} {'median':>8s} {'worst':>8s} {'GPU µs, same':>13s} "
+          f"{'GPU µs, large':>14s}")
     for name in launchers:
-        print(f"{name:28s} {host[name]:13.2f} {gpu_small[name]:13.2f} {gpu[name]:14.2f}")
+        r = host_rounds[name]
+        print(f"{name:28s} {host[name]:13.2f} {r['median']:8.2f} {r['worst']:8.2f} {gpu_small[name]:13.2f} "
+              f"{gpu[name]:14.2f}")
+    for name in floors:
+        r = host_rounds[name]
+        print(f"{name:40s} {host[name]:13.2f} {r['median']:8.2f} {r['worst']:8.2f}")
+    for name, us in above_floor.items():
+        print(f"{name:28s} above its driver floor: {us:6.2f} µs")
     for name, value in ratios.items():
         print(f"{name:34s} {value:6.2f}")
     for name, ok in targets.items():

@@ -63,6 +63,7 @@ except ImportError:
     cooperative_sum = pdl_layer_norm = None
 
 from _report import write
+from _timing import interleaved_us
 
 # Sizes and loop lengths. GPU loops stay well under the launch queue's depth, so
 # the host never blocks on it while the GPU sleeps.
@@ -385,19 +386,16 @@ def host_overhead(iters: int, rounds: int) -> dict:
         except AssertionError:
             correct[name] = False
     for fn in rows.values():
-        host_seconds(fn, max(iters // 10, 10))  # warm
+        host_seconds(fn, max(iters // 10, 10))  # warm, before the encodes are counted
     encodes = tt.runtime_counters()["tensor_map_encodes"]
-    samples = {name: [] for name in rows}
-    for _ in range(rounds):
-        for name, fn in rows.items():
-            samples[name].append(host_seconds(fn, iters) / iters * 1e6)
+    timed = interleaved_us({name: (lambda n, fn=fn: host_seconds(fn, n)) for name, fn in rows.items()}, iters, rounds)
     encodes = tt.runtime_counters()["tensor_map_encodes"] - encodes
-    best = {name: min(v) for name, v in samples.items()}
+    best = {name: t["best"] for name, t in timed.items()}
     return {
         "iters": iters,
         "rounds": rounds,
         "us_per_call": best,
-        "us_per_call_median": {name: statistics.median(v) for name, v in samples.items()},
+        "us_per_call_median": {name: t["median"] for name, t in timed.items()},
         "descriptor_overhead_us": {
             "torch_tile": best["torch_tile, 3 descriptors"] - best["torch_tile, pointers"],
             "Triton": best["Triton, 3 descriptors"] - best["Triton, pointers"],

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,22 +37,9 @@ from torch_tile import kernels as K
 from torch_tile.demo import host_seconds
 
 from _report import write
+from _timing import interleaved_us
 
 N = 1024
-
-
-def _interleaved_medians(measures: dict, iters: int, repeats: int) -> tuple[dict, dict]:
-    """Median and spread (min..max) of µs per call for each row. Rows are measured
-    in turn within each repeat, so a slow spell of the machine hits all alike."""
-    for measure in measures.values():
-        measure(max(iters // 10, 10))  # warm
-    samples = {name: [] for name in measures}
-    for _ in range(repeats):
-        for name, measure in measures.items():
-            samples[name].append(measure(iters) / iters * 1e6)
-    medians = {name: statistics.median(v) for name, v in samples.items()}
-    spread = {name: [min(v), max(v)] for name, v in samples.items()}
-    return medians, spread
 
 
 def triton_jit_add(x, y):
@@ -130,7 +116,9 @@ def run(iters: int, repeats: int, cpp_program: bool = False) -> dict:
     workdir = tempfile.mkdtemp(prefix="tile_cpp_")
     if cpp_program:
         measures["C++ program, no Python (LibTorch + bundle)"] = _cpp_program_row(workdir)
-    rows, spread = _interleaved_medians(measures, iters, repeats)
+    timed = interleaved_us(measures, iters, repeats)
+    rows = {name: t["median"] for name, t in timed.items()}
+    spread = {name: [t["best"], t["worst"]] for name, t in timed.items()}
     phases = tt._C.testing.bench_phases("tile::add", (x, y), iters * 10)
     py = rows["torch_tile (torch.ops, Python)"]
     cpp = rows["torch_tile (C++ dispatcher)"]

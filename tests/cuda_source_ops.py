@@ -79,3 +79,24 @@ def facts(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty(n, device=x.device, dtype=torch.int32)
     facts_kernel[(triton.cdiv(n, 128),), 128](out, x, n)
     return out
+
+
+TRANSPOSE = tt.CudaKernel(r"""
+__global__ void transpose(float* out, const float* x, int rows, int cols) {
+  __shared__ float tile[16][17];
+  int c = blockIdx.x * 16 + threadIdx.x, r = blockIdx.y * 16 + threadIdx.y;
+  if (r < rows && c < cols) tile[threadIdx.y][threadIdx.x] = x[(long long)r * cols + c];
+  __syncthreads();
+  c = blockIdx.y * 16 + threadIdx.x;
+  r = blockIdx.x * 16 + threadIdx.y;
+  if (r < cols && c < rows) out[(long long)r * rows + c] = tile[threadIdx.x][threadIdx.y];
+}
+""", "transpose")
+
+
+@tt.op("cuda_test::transpose")
+def transpose(x: torch.Tensor) -> torch.Tensor:
+    """x.t() for a contiguous 2-D float32 x: a 16 x 16 block of threads per tile."""
+    out = torch.empty((x.shape[1], x.shape[0]), dtype=x.dtype, device=x.device)
+    TRANSPOSE[(triton.cdiv(x.shape[1], 16), triton.cdiv(x.shape[0], 16)), (16, 16)](out, x, x.shape[0], x.shape[1])
+    return out

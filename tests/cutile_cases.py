@@ -16,9 +16,9 @@ BENCHMARK_SHAPES = [(8, 128), (16384, 4096)]
 
 
 def inputs(device) -> list[torch.Tensor]:
-    """One tensor per case; the last two are row-strided views (rows of stride 40, one 16-byte aligned
-    start and one 4 bytes off)."""
+    """One tensor per case; then two row-strided views (rows of stride 40, one 16-byte aligned start and one
+    4 bytes off), a transposed one (columns contiguous) and a broadcast row (stride 0: elements overlap)."""
     torch.manual_seed(0)
     xs = [torch.randn(shape, device=device, dtype=dtype) for shape, dtype in SHAPES]
     wide = torch.randn(300, 40, device=device)
-    return xs + [wide[:, :25], wide[:, 1:26]]
+    return xs + [wide[:, :25], wide[:, 1:26], wide.t(), torch.randn(1, 100, device=device).expand(6, 100)]

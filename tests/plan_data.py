@@ -21,7 +21,8 @@ def desc_data(d) -> Optional[dict]:
 
 def binding_data(b) -> dict:
     return {"kind": int(b.kind), "slot": b.slot, "expr": expr_data(b.expr), "float_value": b.float_value,
-            "specialize": b.specialize, "specialize_alignment": b.specialize_alignment, "desc": desc_data(b.desc)}
+            "specialize": b.specialize, "specialize_alignment": b.specialize_alignment,
+            "specialize_layout": b.specialize_layout, "desc": desc_data(b.desc)}
 
 
 def alloc_data(a) -> dict:

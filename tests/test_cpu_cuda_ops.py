@@ -47,14 +47,14 @@ def test_an_op_traces_and_exports_its_nvrtc_variants(tmp_path):
 def test_the_launch_metadata_follows_the_kernels_declaration():
     meta = metadata_of("cuda_test::scale", torch.randn(300), 0.5)
     assert meta["name"] == "_Z5scaleIfLi128EEvPT_PKS0_fi"
-    assert meta["num_warps"] == ops.BLOCK // 32 and meta["shared"] == 0 and meta["num_ctas"] == 1
+    assert meta["block"] == [ops.BLOCK, 1, 1] and meta["shared"] == 0 and meta["num_ctas"] == 1
     assert meta["runtime_param_types"] == ["*i8", "*i8", "fp32", "i32"]
     assert meta["runtime_params"] == [0, 1, 2, 3]
     info = _cubin.kernel_info(meta["cubin"], meta["name"])
     assert info.param_sizes == [8, 8, 4, 4] and info.max_threads == (ops.BLOCK, 1, 1)
     summed = metadata_of("cuda_test::row_sum", torch.randn(4, 70))
     assert summed["runtime_param_types"] == ["*i8", "*i8", "i64"]  # long long cols: 8 bytes
-    assert summed["num_warps"] == 8 and summed["shared"] == 1024
+    assert summed["block"] == [256, 1, 1] and summed["shared"] == 1024
 
 
 TAKES_INT = tt.CudaKernel(r"""
@@ -88,9 +88,11 @@ def test_a_launch_with_the_wrong_number_of_arguments_is_refused():
         metadata_of("cuda_test::too_many", torch.randn(4))
 
 
-@pytest.mark.parametrize("block, message", [(100, "multiple of 32"), ((16, 16), "only 1-D blocks"),
-                                            (2048, "multiple of 32 up to 1024")])
-def test_blocks_torch_tile_cannot_launch_are_refused_while_tracing(block, message):
+@pytest.mark.parametrize("block, message", [
+    (2048, r"a block of \(2048, 1, 1\) threads; CUDA allows x and y up to 1024, z up to 64 and 1024 threads"),
+    ((64, 32), r"\(64, 32, 1\) threads"), ((1, 1, 128), r"\(1, 1, 128\)"), (0, r"\(0, 1, 1\)"),
+    ((2, 2, 2, 2), "1 to 3 dimensions")])
+def test_blocks_cuda_cannot_launch_are_refused_while_tracing(block, message):
     def body(x: torch.Tensor) -> torch.Tensor:
         out = torch.empty_like(x)
         TAKES_INT[(1,), block](out, x.numel())
@@ -100,6 +102,13 @@ def test_blocks_torch_tile_cannot_launch_are_refused_while_tracing(block, messag
     _op(name, body)
     with pytest.raises(tt.TraceError, match=message):
         _C.variant_keys(f"cuda_test::{name}", (torch.randn(4),), {})
+
+
+def test_a_two_dimensional_block_is_launch_metadata_and_part_of_the_configuration():
+    meta = metadata_of("cuda_test::transpose", torch.randn(40, 24))
+    assert meta["block"] == [16, 16, 1] and meta["runtime_param_types"] == ["*i8", "*i8", "i32", "i32"]
+    [(_, words)] = _C.variant_keys("cuda_test::transpose", (torch.randn(40, 24),), {})
+    assert cuda_kernels.REGISTRY.configs[words[0]].block == (16, 16, 1)
 
 
 def test_a_launch_outside_an_op_body_and_a_launch_without_a_block_are_clear_errors():
@@ -170,7 +179,7 @@ def test_the_cuda_softmax_example_compiles_for_each_dtype(dtype, cols):
     x = torch.randn(5, cols, dtype=dtype)
     meta = metadata_of("tile::softmax_cuda", x)
     assert meta["runtime_param_types"] == ["*i8", "*i8", "i64", "i64", "i32"]
-    assert meta["num_warps"] == (4 if cols <= 2048 else 8)
+    assert meta["block"] == [128 if cols <= 2048 else 256, 1, 1]
     assert _cubin.kernel_info(meta["cubin"], meta["name"]).has_symbol
     plan = K.softmax_cuda.trace(x, device=torch.device("cuda:0"))
     assert [g.text for g in plan.guards if "2048" in g.text]  # the block size is chosen by a guard

@@ -28,7 +28,7 @@ def _crc32c(data: bytes) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-def _reseal(payload: bytes, version: int = 3) -> bytes:
+def _reseal(payload: bytes, version: int = _C.PLAN_FORMAT_VERSION) -> bytes:
     return b"TTPLANS\0" + struct.pack("<IIQ", version, _crc32c(payload), len(payload)) + payload
 
 
@@ -74,8 +74,8 @@ def _same_plan(a, b):
             _same_expr(e, f)
         assert len(x.bindings) == len(y.bindings)
         for p, q in zip(x.bindings, y.bindings):
-            assert (p.kind, p.slot, p.float_value, p.specialize, p.specialize_alignment) == \
-                (q.kind, q.slot, q.float_value, q.specialize, q.specialize_alignment)
+            assert (p.kind, p.slot, p.float_value, p.specialize, p.specialize_alignment, p.specialize_layout) == \
+                (q.kind, q.slot, q.float_value, q.specialize, q.specialize_alignment, q.specialize_layout)
             assert (p.expr is None) == (q.expr is None)
             if p.expr is not None:
                 _same_expr(p.expr, q.expr)
@@ -172,7 +172,8 @@ def test_corrupt_truncated_or_foreign_bytes_are_refused(fault):
     elif fault == "append":
         bad, match = data + b"\0", "truncated or with trailing data"
     elif fault == "version":
-        bad, match = _reseal(data[HEADER:], version=1), "format version 1; this torch_tile reads version 3"
+        bad = _reseal(data[HEADER:], version=1)
+        match = f"format version 1; this torch_tile reads version {_C.PLAN_FORMAT_VERSION}"
     elif fault == "magic":
         bad, match = b"XXPLANS\0" + data[8:], "no TTPLANS header"
     else:

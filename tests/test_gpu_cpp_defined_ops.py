@@ -43,6 +43,12 @@ def test_pick_matches_indexing_on_strided_rows_and_negative_columns():
         torch.testing.assert_close(torch.ops.cpp_test.pick(x, k), x[:, k])
 
 
+@pytest.mark.parametrize("shape", [(40, 24), (16, 16), (1, 100), (333, 17)])
+def test_transpose_launches_a_two_dimensional_block(shape):
+    x = torch.randn(shape, device="cuda")
+    torch.testing.assert_close(torch.ops.cpp_test.transpose(x), x.t().contiguous(), atol=0, rtol=0)
+
+
 def test_a_cuda_graph_replays_the_op():
     x = torch.randn(1000, 8, device="cuda")
     torch.ops.cpp_test.pick(x, 3)  # warm: plan and variant exist before capture

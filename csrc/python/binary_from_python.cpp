@@ -55,7 +55,14 @@ KernelBinary binary_from_python(const py::dict& r) {
   KernelBinary b;
   b.name = r["name"].cast<std::string>();
   b.cubin = r["cubin"].cast<std::string>();
-  b.num_warps = r["num_warps"].cast<int32_t>();
+  // A block (x, y, z), or Triton's num_warps: (32 * num_warps, 1, 1).
+  if (r.contains("block")) {
+    const std::vector<int32_t> block = r["block"].cast<std::vector<int32_t>>();
+    if (block.size() != 3) throw py::value_error("launch metadata: block must have 3 dimensions");
+    for (int d = 0; d < 3; ++d) b.block[d] = block[size_t(d)];
+  } else {
+    b.block[0] = 32 * r["num_warps"].cast<int32_t>();
+  }
   b.num_ctas = r["num_ctas"].cast<int32_t>();
   b.shared_mem = r["shared"].cast<int32_t>();
   b.launch_pdl = r["launch_pdl"].cast<bool>();

@@ -85,7 +85,7 @@ py::dict binary_summary(const KernelBinary& b) {
   py::dict d;
   d["name"] = b.name;
   d["cubin_bytes"] = b.cubin.size();
-  d["num_warps"] = b.num_warps;
+  d["block"] = py::make_tuple(b.block[0], b.block[1], b.block[2]);
   d["num_ctas"] = b.num_ctas;
   d["shared"] = b.shared_mem;
   d["runtime_params"] = b.runtime_params.size();

@@ -156,6 +156,7 @@ PYBIND11_MODULE(_C, m) {
         return op ? op->plans().size() : -1;
       }, "Number of launch plans an op has traced.");
   m.def("plans_of", &plans_of, py::arg("qualname"), "Copies of an op's launch plans, in the order they were added.");
+  m.attr("PLAN_FORMAT_VERSION") = kPlanFormatVersion;
   m.def("export_plans", &export_plans, py::arg("qualname"), py::arg("plans") = py::none(),
         "An op's signature and plans (its own, or `plans`) as versioned, checksummed bytes "
         "(docs/ARCHITECTURE.md, \"Serialized plans\").");

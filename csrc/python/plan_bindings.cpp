@@ -123,6 +123,14 @@ void bind_kinds(py::module_& m) {
   kw.attr("VALUE_ONE") = key_word::kValueOne;
   kw.attr("VALUE_DIV16") = key_word::kValueDiv16;
   kw.attr("VALUE_OTHER") = key_word::kValueOther;
+  py::module_ layout = kw.def_submodule("layout", "cuTile's array bits in a layout-specialised tensor's word");
+  layout.attr("DTYPE_SHIFT") = array_layout::kDtypeShift;
+  layout.attr("MAX_DIMS") = array_layout::kMaxDims;
+  layout.attr("BASE_ALIGNED16") = array_layout::kBaseAligned16;
+  layout.attr("DISJOINT") = array_layout::kDisjoint;
+  layout.attr("STRIDE_16BYTES_SHIFT") = array_layout::kStride16BytesShift;
+  layout.attr("STRIDE_ONE_SHIFT") = array_layout::kStrideOneShift;
+  layout.attr("SIZE_DIV16_SHIFT") = array_layout::kSizeDiv16Shift;
   m.def(
       "arg_kind_of_type",
       [](const std::string& real_type) -> py::object {
@@ -189,7 +197,10 @@ void bind_structures(py::module_& m) {
 
   py::class_<Binding>(m, "Binding", "Where one kernel parameter's value comes from")
       .def(py::init([](BindingKind kind, int32_t slot, std::optional<Expr> expr, double float_value, bool specialize,
-                       bool specialize_alignment, std::optional<DescriptorBinding> desc) {
+                       bool specialize_alignment, bool specialize_layout, std::optional<DescriptorBinding> desc) {
+             if (specialize_layout && kind != BindingKind::Tensor) {
+               throw py::value_error("specialize_layout applies to tensor bindings only");
+             }
              Binding b;
              b.kind = kind;
              b.slot = slot;
@@ -197,11 +208,13 @@ void bind_structures(py::module_& m) {
              b.float_value = float_value;
              b.specialize = specialize;
              b.specialize_alignment = specialize_alignment;
+             b.specialize_layout = specialize_layout;
              if (desc) b.desc = std::move(*desc);
              return b;
            }),
            py::arg("kind"), py::arg("slot") = -1, py::arg("expr") = py::none(), py::arg("float_value") = 0.0,
-           py::arg("specialize") = true, py::arg("specialize_alignment") = true, py::arg("desc") = py::none())
+           py::arg("specialize") = true, py::arg("specialize_alignment") = true, py::arg("specialize_layout") = false,
+           py::arg("desc") = py::none())
       .def_readonly("kind", &Binding::kind)
       .def_readonly("slot", &Binding::slot)
       .def_property_readonly("expr", [](const Binding& b) -> std::optional<Expr> {
@@ -210,6 +223,7 @@ void bind_structures(py::module_& m) {
       .def_readonly("float_value", &Binding::float_value)
       .def_readonly("specialize", &Binding::specialize)
       .def_readonly("specialize_alignment", &Binding::specialize_alignment)
+      .def_readonly("specialize_layout", &Binding::specialize_layout)
       .def_property_readonly("desc", [](const Binding& b) -> std::optional<DescriptorBinding> {
         return b.kind == BindingKind::TensorDesc ? std::optional<DescriptorBinding>(b.desc) : std::nullopt;
       });

@@ -10,7 +10,7 @@ constexpr const char* kWhat = "bundle";
 void write_binary(ByteWriter& w, const KernelBinary& b) {
   w.str(b.name);
   w.str(b.cubin);
-  w.pod(b.num_warps);
+  for (int32_t threads : b.block) w.pod(threads);
   w.pod(b.num_ctas);
   w.pod(b.shared_mem);
   w.flag(b.launch_pdl);
@@ -39,7 +39,7 @@ KernelBinary read_binary(ByteReader& r) {
   KernelBinary b;
   b.name = r.str();
   b.cubin = r.str();
-  b.num_warps = r.pod<int32_t>();
+  for (int32_t& threads : b.block) threads = r.pod<int32_t>();
   b.num_ctas = r.pod<int32_t>();
   b.shared_mem = r.pod<int32_t>();
   b.launch_pdl = r.flag();

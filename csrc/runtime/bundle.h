@@ -15,7 +15,7 @@
 namespace torch_tile {
 
 constexpr char kBundleMagic[8] = {'T', 'T', 'B', 'U', 'N', 'D', 'L', 'E'};
-constexpr uint32_t kBundleFormatVersion = 1;
+constexpr uint32_t kBundleFormatVersion = 2;  // 2: 3-D blocks; plans of format 4
 
 // One compiled variant: what a KernelCache would compile for `key` on sm_<capability>.
 struct BundledVariant {

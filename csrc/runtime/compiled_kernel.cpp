@@ -8,6 +8,16 @@
 
 namespace torch_tile {
 
+std::string block_problem(const int32_t (&block)[3]) {
+  const int64_t threads = int64_t(block[0]) * block[1] * block[2];
+  if (block[0] >= 1 && block[1] >= 1 && block[2] >= 1 && block[0] <= 1024 && block[1] <= 1024 && block[2] <= 64 &&
+      threads <= 1024) {
+    return "";
+  }
+  return "a block of (" + std::to_string(block[0]) + ", " + std::to_string(block[1]) + ", " +
+         std::to_string(block[2]) + ") threads; CUDA allows x and y up to 1024, z up to 64 and 1024 threads in all";
+}
+
 void check_kernel_binary(const KernelBinary& b) {
   const size_t n = b.runtime_params.size();
   if (b.runtime_param_types.size() != n || b.runtime_param_parts.size() != n) {
@@ -34,6 +44,8 @@ void check_kernel_binary(const KernelBinary& b) {
       fail(ErrorKind::Runtime, "kernel " + b.name + ": a descriptor's shape and strides must follow its map");
     }
   }
+  const std::string block = block_problem(b.block);
+  if (!block.empty()) fail(ErrorKind::Runtime, "kernel " + b.name + ": " + block);
   for (const TensorMapMeta& m : b.tensor_maps) {
     if (m.rank < 1 || m.rank > kMaxTensorMapRank) {
       fail(ErrorKind::Runtime, "kernel " + b.name + ": a tensor descriptor of rank " + std::to_string(m.rank));
@@ -65,8 +77,9 @@ void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device) const {
   cu::CUlaunchConfig config{};
   config.gridDimX = unsigned(binary_.num_ctas);
   config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = unsigned(32 * binary_.num_warps);
-  config.blockDimY = config.blockDimZ = 1;
+  config.blockDimX = unsigned(binary_.block[0]);
+  config.blockDimY = unsigned(binary_.block[1]);
+  config.blockDimZ = unsigned(binary_.block[2]);
   config.sharedMemBytes = unsigned(binary_.shared_mem);
   int max_cluster = 0;
   const cu::CUresult r = d.cuOccupancyMaxPotentialClusterSize(&max_cluster, f, &config);
@@ -76,7 +89,8 @@ void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device) const {
                              std::to_string(binary_.num_ctas) + " CTAs (num_ctas), but device " +
                              std::to_string(device) + " can schedule at most " + std::to_string(max_cluster) +
                              " with its " + std::to_string(binary_.shared_mem) + " bytes of shared memory and " +
-                             std::to_string(binary_.num_warps) + " warps; use a smaller num_ctas");
+                             std::to_string(binary_.block[0] * binary_.block[1] * binary_.block[2]) +
+                             " threads per block; use a smaller num_ctas");
 }
 
 // Launch metadata that disagrees with the kernel's declaration (a bundle's, an

@@ -35,7 +35,7 @@ inline int param_type_bytes(ParamType t) {
 struct KernelBinary {
   std::string name;   // entry point in the cubin
   std::string cubin;  // the binary, loaded with cuModuleLoadData
-  int32_t num_warps = 4;
+  int32_t block[3] = {128, 1, 1};  // threads per block, x y z (Triton: 32 * num_warps, 1, 1)
   int32_t num_ctas = 1;
   int32_t shared_mem = 0;  // dynamic shared memory, bytes
   bool launch_pdl = false;
@@ -55,8 +55,13 @@ struct KernelBinary {
   std::vector<TensorMapMeta> tensor_maps;  // one per TensorMap parameter, in order
 };
 
+// Why CUDA cannot launch a block of these (x, y, z) threads on any device so
+// far, or "" when it can.
+std::string block_problem(const int32_t (&block)[3]);
+
 // Refuses launch metadata the launch path cannot follow (lengths that differ,
-// more values than it passes, a descriptor's parts away from its map).
+// more values than it passes, a descriptor's parts away from its map, a block
+// CUDA cannot launch).
 void check_kernel_binary(const KernelBinary& binary);
 
 class CompiledKernel {

@@ -77,7 +77,7 @@ class CudaSourceCompiler final : public Compiler {
     KernelBinary b;
     b.name = std::move(compiled.lowered_name);
     b.cubin = std::move(compiled.cubin);
-    b.num_warps = config.block / 32;
+    for (int d = 0; d < 3; ++d) b.block[d] = config.block[size_t(d)];
     b.shared_mem = config.shared_mem;
     for (size_t i = 0; i < config.param_types.size(); ++i) {
       b.runtime_params.push_back(int32_t(i));
@@ -111,7 +111,8 @@ int64_t register_cuda_source_launch_config(const CudaSourceLaunchConfig& config)
     fail(ErrorKind::Runtime, "a CUDA launch configuration needs one parameter type per parameter");
   }
   StableHash h;
-  h.add("cuda_cpp config").add_int(config.kernel).add_int(config.block).add_int(config.shared_mem);
+  h.add("cuda_cpp config").add_int(config.kernel).add_int(config.block[0]).add_int(config.block[1]).add_int(config.block[2])
+      .add_int(config.shared_mem);
   h.add_int(int64_t(config.template_args.size()));
   for (const std::string& a : config.template_args) h.add(a);
   h.add_int(int64_t(config.kinds.size()));

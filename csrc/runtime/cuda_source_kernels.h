@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ struct CudaSourceKernel {
 struct CudaSourceLaunchConfig {
   int64_t kernel = 0;                       // register_cuda_source_kernel's id
   std::vector<std::string> template_args;   // C++ text of each template argument
-  int32_t block = 0;                        // threads per block (1-D, a multiple of 32)
+  std::array<int32_t, 3> block{1, 1, 1};    // threads per block, x y z
   int32_t shared_mem = 0;                   // dynamic shared memory, bytes
   std::vector<BindingKind> kinds;           // per parameter: Tensor, Int, Bool or Float
   std::vector<ParamType> param_types;       // per parameter, as the kernel declares it

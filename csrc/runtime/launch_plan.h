@@ -80,6 +80,7 @@ struct Binding {
   double float_value = 0.0;  // Float constant
   bool specialize = true;    // false under do_not_specialize
   bool specialize_alignment = true;
+  bool specialize_layout = false;  // Tensor: cuTile's array bits (layout_key_word) instead of Triton's word
   DescriptorBinding desc;    // TensorDesc
 };
 

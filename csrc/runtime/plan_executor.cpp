@@ -52,8 +52,9 @@ void key_from_values(const LaunchStep& step, const CallArgs& args, const ParamVa
     const Binding& b = step.bindings[i];
     switch (b.kind) {
       case BindingKind::Tensor:
-        key.push(pointer_key_word(pack_dtype(args.slots[b.slot].dtype), values[i].p, b.specialize,
-                                  b.specialize_alignment));
+        key.push(b.specialize_layout ? layout_key_word(args.slots[b.slot])
+                                     : pointer_key_word(pack_dtype(args.slots[b.slot].dtype), values[i].p,
+                                                        b.specialize, b.specialize_alignment));
         break;
       case BindingKind::TensorDesc:  // Triton specialises a descriptor on its dtype and block shape (static)
         key.push(uint64_t(pack_dtype(args.slots[b.slot].dtype)) << 2);
@@ -229,9 +230,9 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, co
   out.config.gridDimX = unsigned(launch_grid[0]);
   out.config.gridDimY = unsigned(launch_grid[1]);
   out.config.gridDimZ = unsigned(launch_grid[2]);
-  out.config.blockDimX = unsigned(32 * bin.num_warps);
-  out.config.blockDimY = 1;
-  out.config.blockDimZ = 1;
+  out.config.blockDimX = unsigned(bin.block[0]);
+  out.config.blockDimY = unsigned(bin.block[1]);
+  out.config.blockDimZ = unsigned(bin.block[2]);
   out.config.sharedMemBytes = unsigned(bin.shared_mem);
   out.config.hStream = host.stream();
   out.config.numAttrs = num_attrs;

@@ -16,6 +16,7 @@ void write_binding(ByteWriter& w, const Binding& b) {
   w.pod(b.float_value);
   w.flag(b.specialize);
   w.flag(b.specialize_alignment);
+  w.flag(b.specialize_layout);
   if (b.kind == BindingKind::TensorDesc) {
     w.exprs(b.desc.shape);
     w.exprs(b.desc.strides);
@@ -37,6 +38,7 @@ Binding read_binding(ByteReader& r) {
   b.float_value = r.pod<double>();
   b.specialize = r.flag();
   b.specialize_alignment = r.flag();
+  b.specialize_layout = r.flag();
   if (b.kind == BindingKind::TensorDesc) {
     b.desc.shape = r.exprs();
     b.desc.strides = r.exprs();

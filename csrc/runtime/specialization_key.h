@@ -2,10 +2,13 @@
 // word per kernel parameter plus the launch site's static configuration.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "limits.h"
+#include "tensor_arg.h"
 
 namespace torch_tile {
 
@@ -65,6 +68,52 @@ inline uint64_t pointer_key_word(uint32_t packed_dtype, const void* p, bool spec
   uint64_t state = kNotSpecialized;
   if (specialize) state = (align && (reinterpret_cast<uintptr_t>(p) % 16 == 0)) ? kAligned16 : kUnaligned;
   return uint64_t(packed_dtype) << 2 | state;
+}
+
+// A tensor binding with `specialize_layout` carries cuTile's array
+// specialization instead (its launcher's per-array bits, computed alike):
+// packed dtype << kDtypeShift | the bits below. The array's sizes and strides
+// are then bound unspecialised: their divisibility is here, per dimension.
+namespace array_layout {
+constexpr int kDtypeShift = 32;
+constexpr int kMaxDims = 5;  // dimensions with per-dimension bits (TMA's rank limit, as cuTile)
+constexpr uint64_t kBaseAligned16 = 1;  // data pointer % 16 == 0
+constexpr uint64_t kDisjoint = 2;       // no two elements share memory
+constexpr int kStride16BytesShift = 2;  // bit +d: stride(d) in bytes % 16 == 0
+constexpr int kStrideOneShift = 7;      // bit +d: stride(d) == 1
+constexpr int kSizeDiv16Shift = 12;     // bit +d: size(d) % 16 == 0
+}  // namespace array_layout
+
+// Whether the elements of `t` occupy distinct addresses, as cuTile decides it:
+// ordered by stride, every stride is positive and at least the previous
+// stride times the previous size. Past kMaxShapeRank dimensions the answer is
+// "no" (the conservative one: the kernel then allows overlap).
+inline bool elements_disjoint(const TensorArg& t) {
+  if (t.ndim == 0) return true;
+  if (t.ndim > kMaxShapeRank) return false;
+  std::pair<int64_t, int64_t> dims[kMaxShapeRank];  // (stride, size)
+  for (int d = 0; d < t.ndim; ++d) dims[d] = {t.strides[d], t.sizes[d]};
+  std::sort(dims, dims + t.ndim);
+  bool disjoint = dims[0].first > 0;
+  for (int d = 0; d + 1 < t.ndim; ++d) disjoint = disjoint && dims[d + 1].first >= dims[d].first * dims[d].second;
+  return disjoint;
+}
+
+inline uint64_t layout_key_word(const TensorArg& t) {
+  using namespace array_layout;
+  const int64_t bits = int64_t(t.dtype.bits) * t.dtype.lanes;
+  uint64_t w = uint64_t(pack_dtype(t.dtype)) << kDtypeShift;
+  if (t.ndim <= kMaxDims) {
+    for (int d = 0; d < t.ndim; ++d) {
+      const int64_t stride_bits = t.strides[d] * bits;
+      if (stride_bits % 8 == 0 && (stride_bits / 8) % 16 == 0) w |= uint64_t(1) << (kStride16BytesShift + d);
+      if (t.strides[d] == 1) w |= uint64_t(1) << (kStrideOneShift + d);
+      if ((t.sizes[d] * bits) % 8 == 0 && t.sizes[d] % 16 == 0) w |= uint64_t(1) << (kSizeDiv16Shift + d);
+    }
+  }
+  if (reinterpret_cast<uintptr_t>(t.data) % 16 == 0) w |= kBaseAligned16;
+  if (elements_disjoint(t)) w |= kDisjoint;
+  return w;
 }
 
 }  // namespace torch_tile

@@ -28,6 +28,19 @@ __global__ void pick(float* out, const float* x, long long row_stride, long long
 }
 )";
 
+// out = x.t() for a contiguous 2-D x, through a 16 x 16 tile of shared memory: a 2-D block, a 2-D grid.
+const char* kTranspose = R"(
+__global__ void transpose(float* out, const float* x, int rows, int cols) {
+  __shared__ float tile[16][17];
+  int c = blockIdx.x * 16 + threadIdx.x, r = blockIdx.y * 16 + threadIdx.y;
+  if (r < rows && c < cols) tile[threadIdx.y][threadIdx.x] = x[(long long)r * cols + c];
+  __syncthreads();
+  c = blockIdx.y * 16 + threadIdx.x;
+  r = blockIdx.x * 16 + threadIdx.y;
+  if (r < cols && c < rows) out[(long long)r * rows + c] = tile[threadIdx.x][threadIdx.y];
+}
+)";
+
 void define_cpp_test_ops() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -56,6 +69,17 @@ void define_cpp_test_ops() {
       b.launch(pick, {ceil_div(x.size(0), 64)}, 64,
                {KernelArg::pointer(out), KernelArg::pointer(x), KernelArg::i64(x.stride(0)), KernelArg::i64(column),
                 KernelArg::i64(x.size(0))});
+      b.returns({out});
+    });
+    static const CudaKernel transpose(kTranspose, "transpose");
+    define_op("cpp_test::transpose(Tensor x) -> Tensor", [](OpBuilder& b) {
+      PlanTensor x = b.tensor("x");
+      if (x.dim() != 2 || x.dtype() != at::kFloat) b.refuse("x must be a 2-D float32 tensor");
+      b.check(x.is_contiguous(), "x must be contiguous");
+      b.check(x.numel() < (int64_t(1) << 31), "x must have fewer than 2^31 elements");
+      PlanTensor out = b.empty({x.size(1), x.size(0)}, at::kFloat);
+      b.launch(transpose, {ceil_div(x.size(1), 16), ceil_div(x.size(0), 16)}, {16, 16},
+               {KernelArg::pointer(out), KernelArg::pointer(x), KernelArg::i32(x.size(0)), KernelArg::i32(x.size(1))});
       b.returns({out});
     });
     static const CudaKernel broken("__global__ void broken(float* out) { out[0] = not_declared; }", "broken");
@@ -93,7 +117,7 @@ std::string define_for_test(const std::string& schema) {
 
 void bind_cpp_defined_ops(pybind11::module_& m) {
   m.def("define_cpp_test_ops", &define_cpp_test_ops,
-        "Defines cpp_test::scale, cpp_test::pick, cpp_test::broken (its kernel does not compile) and "
+        "Defines cpp_test::scale, cpp_test::pick, cpp_test::transpose (a 2-D block), cpp_test::broken (its kernel does not compile) and "
         "cpp_test::wrong_width (it declares a parameter narrower than the kernel) and cpp_test::twice (it returns "
         "one tensor twice) with the C++ API, once per process.");
   m.def("define_cpp_op", &define_for_test, pybind11::arg("schema"),

@@ -267,14 +267,13 @@ PlanTensor OpBuilder::zeros_like(const PlanTensor& like, std::optional<c10::Scal
   return allocate(nullptr, &like, dtype.value_or(like.dtype()), true);
 }
 
-void OpBuilder::launch(const CudaKernel& kernel, const std::vector<IntExpr>& grid, int block,
+void OpBuilder::launch(const CudaKernel& kernel, const std::vector<IntExpr>& grid, BlockDim block,
                        const std::vector<KernelArg>& args, const LaunchOptions& options) {
   const std::string what = "kernel " + kernel.name();
   if (grid.empty() || grid.size() > 3) plan_.error(ErrorKind::Value, what + ": a grid has 1 to 3 dimensions");
-  if (block < 32 || block > 1024 || block % 32 != 0) {
-    plan_.error(ErrorKind::Value, what + ": a block of " + std::to_string(block) +
-                                      " threads; torch_tile launches whole warps, a multiple of 32 up to 1024");
-  }
+  const int32_t threads[3] = {block.x, block.y, block.z};
+  const std::string block_error = block_problem(threads);
+  if (!block_error.empty()) plan_.error(ErrorKind::Value, what + ": " + block_error);
   if (options.shared_mem < 0) plan_.error(ErrorKind::Value, what + ": negative shared_mem");
   std::shared_ptr<KernelCache> cache = find_kernel_cache(kernel.id());
   if (!cache) plan_.error(ErrorKind::Runtime, what + " is not registered");
@@ -289,7 +288,7 @@ void OpBuilder::launch(const CudaKernel& kernel, const std::vector<IntExpr>& gri
   CudaSourceLaunchConfig config;
   config.kernel = kernel.id();
   config.template_args = options.template_args;
-  config.block = block;
+  config.block = {block.x, block.y, block.z};
   config.shared_mem = options.shared_mem;
   for (const KernelArg& a : args) {
     Binding b;

@@ -168,6 +168,12 @@ class CudaKernel {
 // The C++ element type of a dtype, for a template argument: "float", "__half", "__nv_bfloat16"...
 std::string cuda_type(c10::ScalarType dtype);
 
+// Threads per block: an int is a 1-D block, `{16, 16}` a 2-D one.
+struct BlockDim {
+  BlockDim(int x, int y = 1, int z = 1) : x(x), y(y), z(z) {}  // NOLINT: implicit, as CUDA's dim3
+  int x, y, z;
+};
+
 struct LaunchOptions {
   std::vector<std::string> template_args;  // C++ text of each: cuda_type(x.dtype()), "256", "true"
   int32_t shared_mem = 0;                  // dynamic shared memory, bytes
@@ -201,11 +207,11 @@ class OpBuilder {
   PlanTensor zeros(const std::vector<IntExpr>& shape, c10::ScalarType dtype);
   PlanTensor zeros_like(const PlanTensor& like, std::optional<c10::ScalarType> dtype = std::nullopt);
 
-  // Launches `kernel` with 1 to 3 grid dimensions and `block` threads (a
-  // multiple of 32, up to 1024) on the current stream; `args`: one per
-  // kernel parameter, in order.
-  void launch(const CudaKernel& kernel, const std::vector<IntExpr>& grid, int block, const std::vector<KernelArg>& args,
-              const LaunchOptions& options = {});
+  // Launches `kernel` with 1 to 3 grid dimensions and a block of threads
+  // (`256`, or `{16, 16}`: x and y up to 1024, z up to 64, 1024 in all) on
+  // the current stream; `args`: one per kernel parameter, in order.
+  void launch(const CudaKernel& kernel, const std::vector<IntExpr>& grid, BlockDim block,
+              const std::vector<KernelArg>& args, const LaunchOptions& options = {});
 
   // The tensors the op returns (distinct tensors it allocated), as many as its schema's returns.
   void returns(const std::vector<PlanTensor>& outputs);

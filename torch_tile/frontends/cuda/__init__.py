@@ -11,8 +11,11 @@ by the source, the instance, the options, the target and NVRTC's version. The
 torch wheel's CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``...) are on the
 include path.
 
-Not yet: 2-D/3-D blocks, specialization bits visible to the kernel, the CPU
-debug path (CUDA C++ has no interpreter), and the write analysis (the op's
+Blocks have 1 to 3 dimensions (``kernel[grid, (16, 16)]``). A kernel built
+with ``specialize=True`` sees Triton's specialization bits as macros
+(``TT_ALIGNED16_<i>``, ``TT_EQ1_<i>``, ``TT_DIV16_<i>``).
+
+Not yet: the CPU debug path (CUDA C++ has no interpreter), and the write analysis (the op's
 ``mutates_args`` is trusted for CUDA C++ launches).
 """
 

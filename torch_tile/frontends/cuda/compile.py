@@ -89,7 +89,8 @@ class CudaKernel:
     def __getitem__(self, launch):
         """``kernel[grid, block](*args, shared_mem=0, template_args=())`` in a torch_tile op body: recorded
         into the op's plan and launched natively. ``grid``: 1 to 3 ints (may depend on sizes); ``block``:
-        threads per block, a multiple of 32 (1-D); ``template_args``: ints, bools, C++ type names or
+        threads per block, an int or 2 to 3 ints (x and y up to 1024, z up to 64, 1024 in all; fixed per
+        plan); ``template_args``: ints, bools, C++ type names or
         torch dtypes (fixed per plan, e.g. ``x.dtype``)."""
         if not isinstance(launch, tuple) or len(launch) != 2:
             raise TypeError(f"torch_tile: launch a CUDA kernel as {self.name}[grid, block](*args), got "

@@ -26,7 +26,7 @@ TemplateArg = Union[int, bool, str]
 class CudaLaunchConfig:
     kernel: CudaKernel
     template_args: tuple[TemplateArg, ...]
-    block: int  # threads per block (1-D, a multiple of 32)
+    block: tuple[int, int, int]  # threads per block, x y z
     shared_mem: int  # dynamic shared memory, bytes
     kinds: tuple[int, ...]  # BindingKind per kernel parameter
 
@@ -92,13 +92,14 @@ def variant_metadata(config: CudaLaunchConfig, capability: int, defines: list[st
             raise TypeError(f"torch_tile: {where}: parameter {i} is declared {size} bytes wide, but the launch "
                             f"passes {_KIND_NAMES.get(K(kind), K(kind).name)} there")
         types.append(ty)
-    if info.max_threads is not None and config.block > info.max_threads[0]:
-        raise ValueError(f"torch_tile: {where}: a block of {config.block} threads exceeds its __launch_bounds__ "
+    threads = config.block[0] * config.block[1] * config.block[2]
+    if info.max_threads is not None and threads > info.max_threads[0]:
+        raise ValueError(f"torch_tile: {where}: a block of {threads} threads exceeds its __launch_bounds__ "
                          f"({info.max_threads[0]})")
     if info.static_shared + config.shared_mem > _cubin.MAX_SHARED_BYTES:
         raise ValueError(f"torch_tile: {where}: {info.static_shared} bytes of static and {config.shared_mem} of "
                          f"dynamic shared memory exceed {_cubin.MAX_SHARED_BYTES}")
-    return plain_launch_metadata(compiled.lowered_name, compiled.cubin, config.block // 32, config.shared_mem, types)
+    return plain_launch_metadata(compiled.lowered_name, compiled.cubin, config.block, config.shared_mem, types)
 
 
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ... import _C, _cubin, _plan
+from ... import _C, _plan
 from ..._expr import SymbolicInt
 from ..._trace_state import body_location
 from ..launch_record import grid_expressions, value_binding
@@ -68,12 +68,12 @@ def record_launch(tracer, kernel: CudaKernel, grid: Any, block: Any, args: tuple
     """Turns one launch of a CUDA C++ kernel in a traced body into a plan step."""
     site = body_location(*tracer.op.sources)
     block = tuple(block) if isinstance(block, (tuple, list)) else (block,)
-    if len(block) != 1 and any(_static_int(tracer, "block", b) != 1 for b in block[1:]):
-        raise tracer.error(f"CUDA kernel {kernel.name}: block {block}: only 1-D blocks can be launched so far")
-    threads = _static_int(tracer, "block", block[0])
-    if not 32 <= threads <= _cubin.MAX_THREADS_PER_BLOCK or threads % 32:
-        raise tracer.error(f"CUDA kernel {kernel.name}: block of {threads} threads: torch_tile launches whole "
-                           f"warps, a multiple of 32 up to {_cubin.MAX_THREADS_PER_BLOCK}")
+    if not 1 <= len(block) <= 3:
+        raise tracer.error(f"CUDA kernel {kernel.name}: block {block!r}: 1 to 3 dimensions")
+    threads = tuple(_static_int(tracer, "block", b) for b in block) + (1,) * (3 - len(block))
+    problem = _C.block_problem(threads)
+    if problem:
+        raise tracer.error(f"CUDA kernel {kernel.name}: {problem}")
     shared = _static_int(tracer, "shared_mem", shared_mem)
     if shared < 0:
         raise tracer.error(f"CUDA kernel {kernel.name}: shared_mem = {shared} is negative")

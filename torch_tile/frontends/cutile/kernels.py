@@ -17,6 +17,7 @@ FRONTEND = "cutile"
 ENTRY_VERSION = 1  # part of every disk-cache key: a new entry layout ignores older entries
 K = _plan.BindingKind
 W = _plan.key_word
+L = _C.key_word.layout
 INSTALL_HINT = "pip install torch_tile[cutile] (cuda-tile with its tileiras compiler)"
 
 
@@ -24,9 +25,6 @@ INSTALL_HINT = "pip install torch_tile[cutile] (cuda-tile with its tileiras comp
 class ArrayParam:
     ndim: int
     index64: bool  # ct.IndexedWithInt64: shapes and strides as int64
-    # A dimension of stride 0 and size > 1 (an expand()ed tensor): elements share memory, as cuTile's JIT
-    # declares to its compiler (may_alias_internally). Guarded per plan.
-    overlapping: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,7 @@ def kernel_id(kernel) -> int:
 
 def _describe(param: Param) -> list:
     if isinstance(param, ArrayParam):
-        return ["array", param.ndim, param.index64, param.overlapping]
+        return ["array", param.ndim, param.index64]
     if isinstance(param, ScalarParam):
         return ["scalar", int(param.kind)]
     return ["constant", type(param.value).__name__, param.value]
@@ -123,6 +121,27 @@ def _element_type(ct, packed: int):
     return getattr(ct, name), dtype.itemsize * 8
 
 
+def _array_constraint(ct, compilation, param: ArrayParam, layout: int, size_stride_words: list[int]):
+    """cuTile's ArrayConstraint for an array's layout word (the runtime's ``layout_key_word``: cuTile's launcher's
+    bits, which its launcher turns into a constraint exactly so) and its size and stride words (their int
+    widths), and whether its sizes and strides are int64."""
+    element, bits = _element_type(ct, layout >> L.DTYPE_SHIFT)
+    n = param.ndim
+    wide = param.index64 or any(w >> 2 == W.INT64 for w in size_stride_words)
+
+    def bit(shift: int, d: int) -> bool:
+        return d < L.MAX_DIMS and bool(layout >> (shift + d) & 1)
+
+    stride_divisor = 128 // bits if 128 % bits == 0 else 1  # 16 bytes, in elements
+    return compilation.ArrayConstraint(
+        element, n, index_dtype=ct.int64 if wide else ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+        may_alias_internally=not layout & L.DISJOINT,
+        stride_constant=[1 if bit(L.STRIDE_ONE_SHIFT, d) else None for d in range(n)],
+        stride_divisible_by=[stride_divisor if bit(L.STRIDE_16BYTES_SHIFT, d) else 1 for d in range(n)],
+        shape_divisible_by=[16 if bit(L.SIZE_DIV16_SHIFT, d) else 1 for d in range(n)],
+        base_addr_divisible_by=16 if layout & L.BASE_ALIGNED16 else 1), wide
+
+
 def signature(config: CutileLaunchConfig, words: list[int]) -> tuple[list, list[str]]:
     """cuTile's parameter constraints for a key (words[0] is the configuration) and the runtime parameter
     types of the compiled kernel, in its calling convention's order."""
@@ -133,22 +152,10 @@ def signature(config: CutileLaunchConfig, words: list[int]) -> tuple[list, list[
         if isinstance(param, ConstantParam):
             constraints.append(compilation.ConstantConstraint(param.value))
         elif isinstance(param, ArrayParam):
-            pointer = next(rest)
-            element, bits = _element_type(ct, pointer >> 2)
-            n = param.ndim
-            sizes, strides = [next(rest) for _ in range(n)], [next(rest) for _ in range(n)]
-            wide = param.index64 or any(w >> 2 == W.INT64 for w in sizes + strides)
-            stride_one = [w & 3 == W.VALUE_ONE for w in strides]
-            constraints.append(compilation.ArrayConstraint(
-                element, n, index_dtype=ct.int64 if wide else ct.int32, stride_lower_bound_incl=0,
-                alias_groups=(), may_alias_internally=param.overlapping,
-                stride_constant=[1 if one else None for one in stride_one],
-                # A stride divisible by 16 elements is divisible by 16 bytes, which cuTile counts in elements.
-                stride_divisible_by=[128 // bits if (w & 3 == W.VALUE_DIV16 and 128 % bits == 0) else 1
-                                     for w in strides],
-                shape_divisible_by=[16 if w & 3 == W.VALUE_DIV16 else 1 for w in sizes],
-                base_addr_divisible_by=16 if pointer & 3 == W.ALIGNED16 else 1))
-            types += ["*i8"] + ["i64" if wide else "i32"] * (2 * n)
+            constraint, wide = _array_constraint(ct, compilation, param, next(rest),
+                                                 [next(rest) for _ in range(2 * param.ndim)])
+            constraints.append(constraint)
+            types += ["*i8"] + ["i64" if wide else "i32"] * (2 * param.ndim)
         else:
             word = next(rest)
             if param.kind == K.FLOAT:
@@ -177,7 +184,6 @@ def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: i
 
     kernel = config.kernel
     constraints, types = signature(config, words)
-    name = kernel._pyfunc.__name__
     key = _disk_cache.content_key("cutile", ENTRY_VERSION, __version__, ct.__version__, _compiler_version(),
                                   identity(kernel), repr(constraints), capability)
 
@@ -194,11 +200,9 @@ def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: i
         return None
 
     meta, cubin = _disk_cache.active().get_or_build(key, build, validate=validate)
+    # The block cuTile's compiler chose (the cubin's .reqntid), which cuTile's own launcher also satisfies.
     threads = _cubin.kernel_info(cubin, meta["symbol"]).required_threads
-    if threads[0] % 32 or threads[1:] != (1, 1):
-        raise ValueError(f"torch_tile: cuTile kernel {name}: a block of {threads} threads; torch_tile launches "
-                         "1-D blocks of whole warps")
-    return plain_launch_metadata(meta["symbol"], cubin, threads[0] // 32, 0, types)
+    return plain_launch_metadata(meta["symbol"], cubin, threads, 0, types)
 
 
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:

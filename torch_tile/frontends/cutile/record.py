@@ -1,8 +1,10 @@
 """Records ``ct.launch(stream, grid, kernel, args)`` of a cuTile kernel in a
-traced op body as a plan launch step: per array argument a pointer binding and
-one binding per size and per stride (specialised as cuTile does: alignment,
-== 1, divisible by 16), per scalar one binding, and the ``ct.Constant``
-arguments' values in the launch configuration."""
+traced op body as a plan launch step: per array argument a pointer binding
+whose key word holds cuTile's array bits (base alignment, disjoint elements,
+per dimension stride divisible by 16 bytes, stride 1, size divisible by 16;
+computed per call by the runtime as cuTile's launcher computes them) and one
+unspecialised binding per size and per stride, per scalar one binding, and
+the ``ct.Constant`` arguments' values in the launch configuration."""
 
 from __future__ import annotations
 
@@ -59,15 +61,11 @@ def record_launch(tracer, kernel, grid: Any, args: Any, options: dict) -> _plan.
                                       getattr(array, "static_stride_dims", None)):
                 raise tracer.error(f"{where}: static_shape_dims/static_stride_dims are not supported")
             index = getattr(array, "index_dtype", None)
-            # Comparing sizes and strides guards the plan on the answer (a broadcast input gets its own plan);
-            # the tensors the plan allocates are dense.
-            overlapping = value._slot < tracer.num_inputs and any(
-                value.stride(d) == 0 and value.shape[d] > 1 for d in range(n))
-            params.append(ArrayParam(n, index64=getattr(index, "name", "") == "int64", overlapping=overlapping))
-            bindings.append(value_binding(tracer, where, value, specialize=True, specialize_alignment=True)[1])
+            params.append(ArrayParam(n, index64=getattr(index, "name", "") == "int64"))
+            bindings.append(_plan.Binding(K.TENSOR, value._slot, specialize_layout=True))
             for dims in (value.shape, value.stride()):
                 for d in dims:
-                    bindings.append(value_binding(tracer, where, d, specialize=True, specialize_alignment=False)[1])
+                    bindings.append(value_binding(tracer, where, d, specialize=False, specialize_alignment=False)[1])
         else:
             bound = value_binding(tracer, where, value, specialize=False, specialize_alignment=False)
             if bound is None or bound[0] == K.TENSOR:
