@@ -5,8 +5,8 @@
 #                                           (scripts/cutile_bundle.py) and cuTile's own disk cache of the same
 #                                           compiles, into wheels/ (git-ignored; carry it)
 #   source scripts/cutile_device.sh         there: installs them under /tmp/ct, puts them on PATH and PYTHONPATH,
-#                                           sets TORCH_TILE_CUTILE_BUNDLE and CUDA_TILE_CACHE_DIR, and moves to
-#                                           the checkout through $CUTILE_ROOT
+#                                           copies the checkout to $CUTILE_ROOT and works there, and sets
+#                                           TORCH_TILE_CUTILE_BUNDLE and CUDA_TILE_CACHE_DIR
 # tileiras fails on the lent H200 image (docs/CUTILE.md): torch_tile's variants come from the bundle, and
 # cuTile's own ct.launch (benchmarks/frontends.py's baseline) finds its cubins in the cache written here. cuTile
 # keys that cache by the kernel's Tile IR, whose debug info names the kernel's file, so both machines reach the
@@ -47,7 +47,10 @@ else
   ln -sf $T/tc/lib/libnvvm.so.4 $T/tc/nvvm/lib64/libnvvm.so
   tar xJf wheels/cutile_tools/libdevice.tar.xz -C $T/tc/nvvm
   export PATH=$T/tc/bin:$PATH PYTHONPATH=$T${PYTHONPATH:+:$PYTHONPATH}
-  export TORCH_TILE_CUTILE_BUNDLE="$PWD/wheels/cutile.ttb" CUDA_TILE_CACHE_DIR="$PWD/wheels/cutile_cache"
-  ln -sfn "$PWD" "$CUTILE_ROOT"
+  # A copy, not a link: `python -m pytest` puts the working directory on sys.path as the kernel resolves it,
+  # so through a link torch_tile would be imported from the checkout's real path, which the cache does not name.
+  mkdir -p "$CUTILE_ROOT"
+  cp -a . "$CUTILE_ROOT/"
   cd "$CUTILE_ROOT"
+  export TORCH_TILE_CUTILE_BUNDLE="$PWD/wheels/cutile.ttb" CUDA_TILE_CACHE_DIR="$PWD/wheels/cutile_cache"
 fi

@@ -81,22 +81,23 @@ def facts(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-TRANSPOSE = tt.CudaKernel(r"""
-__global__ void transpose(float* out, const float* x, int rows, int cols) {
-  __shared__ float tile[16][17];
-  int c = blockIdx.x * 16 + threadIdx.x, r = blockIdx.y * 16 + threadIdx.y;
-  if (r < rows && c < cols) tile[threadIdx.y][threadIdx.x] = x[(long long)r * cols + c];
-  __syncthreads();
-  c = blockIdx.y * 16 + threadIdx.x;
-  r = blockIdx.x * 16 + threadIdx.y;
-  if (r < cols && c < rows) out[(long long)r * rows + c] = tile[threadIdx.x][threadIdx.y];
+VOLUME_SCALE = tt.CudaKernel(r"""
+__global__ void volume_scale(float* out, const float* x, float s, int depth, int height, int width) {
+  const int w = blockIdx.x * blockDim.x + threadIdx.x, h = blockIdx.y * blockDim.y + threadIdx.y,
+            d = blockIdx.z * blockDim.z + threadIdx.z;
+  if (d < depth && h < height && w < width) {
+    const long long i = ((long long)d * height + h) * width + w;
+    out[i] = x[i] * s;
+  }
 }
-""", "transpose")
+""", "volume_scale")
 
 
-@tt.op("cuda_test::transpose")
-def transpose(x: torch.Tensor) -> torch.Tensor:
-    """x.t() for a contiguous 2-D float32 x: a 16 x 16 block of threads per tile."""
-    out = torch.empty((x.shape[1], x.shape[0]), dtype=x.dtype, device=x.device)
-    TRANSPOSE[(triton.cdiv(x.shape[1], 16), triton.cdiv(x.shape[0], 16)), (16, 16)](out, x, x.shape[0], x.shape[1])
+@tt.op("cuda_test::volume_scale")
+def volume_scale(x: torch.Tensor, s: float) -> torch.Tensor:
+    """x * s for a contiguous 3-D float32 x: one thread per element, blocks of 8 x 8 x 4 threads."""
+    out = torch.empty_like(x)
+    depth, height, width = x.shape
+    grid = (triton.cdiv(width, 8), triton.cdiv(height, 8), triton.cdiv(depth, 4))
+    VOLUME_SCALE[grid, (8, 8, 4)](out, x, s, depth, height, width)
     return out

@@ -104,11 +104,12 @@ def test_blocks_cuda_cannot_launch_are_refused_while_tracing(block, message):
         _C.variant_keys(f"cuda_test::{name}", (torch.randn(4),), {})
 
 
-def test_a_two_dimensional_block_is_launch_metadata_and_part_of_the_configuration():
-    meta = metadata_of("cuda_test::transpose", torch.randn(40, 24))
-    assert meta["block"] == [16, 16, 1] and meta["runtime_param_types"] == ["*i8", "*i8", "i32", "i32"]
-    [(_, words)] = _C.variant_keys("cuda_test::transpose", (torch.randn(40, 24),), {})
-    assert cuda_kernels.REGISTRY.configs[words[0]].block == (16, 16, 1)
+def test_a_three_dimensional_block_is_launch_metadata_and_part_of_the_configuration():
+    x = torch.randn(5, 9, 20)
+    meta = metadata_of("cuda_test::volume_scale", x, 2.0)
+    assert meta["block"] == [8, 8, 4] and meta["runtime_param_types"] == ["*i8", "*i8", "fp32", "i32", "i32", "i32"]
+    [(_, words)] = _C.variant_keys("cuda_test::volume_scale", (x, 2.0), {})
+    assert cuda_kernels.REGISTRY.configs[words[0]].block == (8, 8, 4)
 
 
 def test_a_launch_outside_an_op_body_and_a_launch_without_a_block_are_clear_errors():

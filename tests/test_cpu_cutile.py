@@ -6,6 +6,12 @@ errors."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -18,6 +24,8 @@ ct = pytest.importorskip("cuda.tile", reason="needs cuda-tile (pip install torch
 
 from torch_tile.frontends.cutile import kernels as cutile_kernels  # noqa: E402
 from torch_tile.kernels import softmax_cutile  # noqa: E402,F401  (registers tile::softmax_cutile)
+
+import cutile_cases  # noqa: E402
 
 
 @ct.kernel
@@ -65,10 +73,14 @@ def test_a_launch_records_arrays_scalars_and_constants():
     assert config.params[:2] == (cutile_kernels.ArrayParam(1, index64=False), cutile_kernels.ArrayParam(2, False))
 
 
-def _constraints(op: str, args: tuple) -> list:
-    """cuTile's constraints for the one launch a call of ``op`` makes, from the key the runtime computes."""
+def _signature(op: str, args: tuple):
+    """cuTile's KernelSignature for the one launch a call of ``op`` makes, from the key the runtime computes."""
     [(_, words)] = _C.variant_keys(op, args, {})
     return cutile_kernels.signature(cutile_kernels.REGISTRY.configs[words[0]], words)[0]
+
+
+def _constraints(op: str, args: tuple) -> list:
+    return list(_signature(op, args).parameters)
 
 
 def test_a_key_carries_cutile_s_array_bits_as_its_launcher_computes_them():
@@ -88,6 +100,26 @@ def test_a_key_carries_cutile_s_array_bits_as_its_launcher_computes_them():
     x, out, _ = _constraints("tile::softmax_cutile", (wide[:, 1:26],))  # rows of 160 bytes, starting 4 bytes in
     assert x.stride_divisible_by == (4, 1) and x.base_addr_divisible_by == 1 and not x.may_alias_internally
     assert out.stride_divisible_by == (1, 1)  # the dense output's rows: 100 bytes
+
+
+def test_keys_compile_to_the_signatures_cutile_s_own_launcher_builds(tmp_path):
+    """For every GPU test case, the signature torch_tile compiles (constraints and calling convention) equals
+    the one cuTile's own ct.launch asks for with the same arguments (its launcher's code, run against
+    tests/libcuda_stub.c: no GPU needed)."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("needs a C compiler for the libcuda stub")
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"),
+                    os.path.join(here, "libcuda_stub.c")], check=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path), PYTHONPATH=os.pathsep.join([os.path.dirname(here), here]))
+    probe = subprocess.run([sys.executable, os.path.join(here, "cutile_launcher_probe.py")], env=env,
+                           capture_output=True, text=True, check=True)
+    theirs = [json.loads(line) for line in probe.stdout.splitlines()]
+    ours = [repr(_signature("tile::softmax_cutile", (x,))) for x in cutile_cases.inputs("cpu")]
+    assert len(theirs) == len(ours) == len(cutile_cases.inputs("cpu"))
+    for x, mine, cutile in zip(cutile_cases.inputs("cpu"), ours, theirs):
+        assert mine == cutile, (tuple(x.shape), x.stride(), x.dtype)
 
 
 def test_a_broadcast_input_is_declared_overlapping():
@@ -115,7 +147,7 @@ def test_cutile_compiles_sm90_variants_into_a_bundle(tmp_path):
                      examples={"tile::softmax_cutile": [(x,), (x.half(),)]})
     variants = read_bundle(path)["variants"]
     names = sorted(v["binary"]["name"] for v in variants)
-    # cuTile's mangled names: the dtypes, the stride-1 column (t1) and the constant tile width (I1024).
+    # cuTile's mangled names: calling convention v1 (Kt1), the dtypes, the stride-1 column (t1), the tile width.
     assert len(names) == 2 and all(n.startswith("softmax_rows_Kt1_A2f") and n.endswith("_I1024") for n in names)
     # The block is cuTile's compiler's choice (the cubin's required threads: 128 or 256 for these rows).
     assert {v["binary"]["block"] for v in variants} <= {(128, 1, 1), (256, 1, 1)}

@@ -131,6 +131,7 @@ void bind_kinds(py::module_& m) {
   layout.attr("STRIDE_16BYTES_SHIFT") = array_layout::kStride16BytesShift;
   layout.attr("STRIDE_ONE_SHIFT") = array_layout::kStrideOneShift;
   layout.attr("SIZE_DIV16_SHIFT") = array_layout::kSizeDiv16Shift;
+  layout.attr("SIZE_ONE_SHIFT") = array_layout::kSizeOneShift;
   m.def(
       "arg_kind_of_type",
       [](const std::string& real_type) -> py::object {

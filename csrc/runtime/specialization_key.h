@@ -82,6 +82,7 @@ constexpr uint64_t kDisjoint = 2;       // no two elements share memory
 constexpr int kStride16BytesShift = 2;  // bit +d: stride(d) in bytes % 16 == 0
 constexpr int kStrideOneShift = 7;      // bit +d: stride(d) == 1
 constexpr int kSizeDiv16Shift = 12;     // bit +d: size(d) % 16 == 0
+constexpr int kSizeOneShift = 17;       // bit +d: size(d) == 1
 }  // namespace array_layout
 
 // Whether the elements of `t` occupy distinct addresses, as cuTile decides it:
@@ -109,6 +110,7 @@ inline uint64_t layout_key_word(const TensorArg& t) {
       if (stride_bits % 8 == 0 && (stride_bits / 8) % 16 == 0) w |= uint64_t(1) << (kStride16BytesShift + d);
       if (t.strides[d] == 1) w |= uint64_t(1) << (kStrideOneShift + d);
       if ((t.sizes[d] * bits) % 8 == 0 && t.sizes[d] % 16 == 0) w |= uint64_t(1) << (kSizeDiv16Shift + d);
+      if (t.sizes[d] == 1) w |= uint64_t(1) << (kSizeOneShift + d);
     }
   }
   if (reinterpret_cast<uintptr_t>(t.data) % 16 == 0) w |= kBaseAligned16;

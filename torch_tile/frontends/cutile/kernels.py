@@ -133,19 +133,32 @@ def _array_constraint(ct, compilation, param: ArrayParam, layout: int, size_stri
         return d < L.MAX_DIMS and bool(layout >> (shift + d) & 1)
 
     stride_divisor = 128 // bits if 128 % bits == 0 else 1  # 16 bytes, in elements
+    stride_one = [bit(L.STRIDE_ONE_SHIFT, d) for d in range(n)]
     return compilation.ArrayConstraint(
-        element, n, index_dtype=ct.int64 if wide else ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+        element, n, index_dtype=ct.int64 if wide else ct.int32, alias_groups=(),
+        stride_lower_bound_incl=[None if one else 0 for one in stride_one],  # a constant stride needs no bound
         may_alias_internally=not layout & L.DISJOINT,
-        stride_constant=[1 if bit(L.STRIDE_ONE_SHIFT, d) else None for d in range(n)],
+        stride_constant=[1 if one else None for one in stride_one],
+        shape_constant=[1 if bit(L.SIZE_ONE_SHIFT, d) else None for d in range(n)],
         stride_divisible_by=[stride_divisor if bit(L.STRIDE_16BYTES_SHIFT, d) else 1 for d in range(n)],
         shape_divisible_by=[16 if bit(L.SIZE_DIV16_SHIFT, d) else 1 for d in range(n)],
         base_addr_divisible_by=16 if layout & L.BASE_ALIGNED16 else 1), wide
 
 
-def signature(config: CutileLaunchConfig, words: list[int]) -> tuple[list, list[str]]:
-    """cuTile's parameter constraints for a key (words[0] is the configuration) and the runtime parameter
-    types of the compiled kernel, in its calling convention's order."""
+def signature(config: CutileLaunchConfig, words: list[int]):
+    """cuTile's ``KernelSignature`` for a key (words[0] is the configuration) and the runtime parameter types
+    of the compiled kernel, in its calling convention's order. The convention is the one cuTile's own
+    launcher picks (cuda-tile 1.7.0): ``cutile_python_v2`` when an array has a size of 1 (which only v2 can
+    specialise), ``cutile_python_v1`` otherwise; the parameters are the same in both."""
     ct, compilation = _ct()
+    constraints, types = _constraints(ct, compilation, config, words)
+    sizes_of_one = any(any(s is not None for s in getattr(c, "shape_constant", ())) for c in constraints)
+    convention = compilation.CallingConvention.cutile_python_v2 if sizes_of_one else \
+        compilation.CallingConvention.cutile_python_v1
+    return compilation.KernelSignature(constraints, convention()), types
+
+
+def _constraints(ct, compilation, config: CutileLaunchConfig, words: list[int]) -> tuple[list, list[str]]:
     constraints, types = [], []
     rest = iter(words[1:])
     for param in config.params:
@@ -183,12 +196,11 @@ def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: i
     from cuda.tile._compile import compile_tile
 
     kernel = config.kernel
-    constraints, types = signature(config, words)
+    sig, types = signature(config, words)
     key = _disk_cache.content_key("cutile", ENTRY_VERSION, __version__, ct.__version__, _compiler_version(),
-                                  identity(kernel), repr(constraints), capability)
+                                  identity(kernel), repr(sig.parameters), sig.calling_convention.name, capability)
 
     def build() -> tuple[dict, bytes]:
-        sig = compilation.KernelSignature(constraints, compilation.CallingConvention.cutile_python_v1())
         result = compile_tile(kernel._annotated_function, [sig], sm_arch=f"sm_{capability}",
                               compiler_options=kernel._compiler_options)
         return {"symbol": result.kernel_signatures[0].symbol}, result.cubin
