@@ -118,7 +118,7 @@ setup(
     packages=find_packages(include=["torch_tile", "torch_tile.*"]),
     python_requires=">=3.10",
     install_requires=["torch>=2.4", "triton>=3.2", "numpy"],
-    extras_require={"cutile": ["cuda-tile[tileiras]>=1.7"]},  # cuTile kernels in op bodies (torch_tile.frontends.cutile)
+    extras_require={"cutile": ["cuda-tile[tileiras]>=1.7,<1.8"]},  # cuTile kernels in op bodies (torch_tile.frontends.cutile)
     package_data={"torch_tile": ["lib/*.so", "include/torch_tile/*.h", "share/cmake/torch_tile/*.cmake", "kernels/*.cu"]},
     ext_modules=[library(), python_extension()],
     cmdclass={"build_ext": Build},

@@ -132,8 +132,9 @@ def cutile_launchers() -> tuple[dict, dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    # Small enough that each kernel takes less GPU time than a call takes host time: host_us synchronises at the
-    # end, so a slower kernel would be measured instead of the launch path (gpu_us_host_shape says which).
+    # Small enough that each kernel takes less GPU time than a call takes host time: a host row is the time to
+    # queue its calls, and a kernel slower than that would fill the queue and be measured instead of the launch
+    # path (gpu_us_host_shape says which).
     parser.add_argument("--rows", type=int, default=8, help="rows of the host-time shape")
     parser.add_argument("--cols", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=15, help="interleaved host-time rounds per row")
@@ -174,6 +175,9 @@ def main() -> int:
                                      for name, fn in launchers.items()}, **floors}, iters=1000, rounds=args.rounds)
     host = {name: r["best"] for name, r in host_rounds.items()}
     above_floor = {name: host[name] - host[f"{name} (driver floor)"] for name in ops if name in launchers}
+    # Where each op's own time goes: ns per call in each phase of its C++ implementation.
+    phases = {name: torch_tile._C.testing.bench_phases(op, (small,), 20000) for name, op in ops.items()
+              if name in launchers}
     gpu = {name: _gpu_us(lambda fn=fn: fn(large)) for name, fn in large_launchers.items()}
     gpu_small = {name: _gpu_us(lambda fn=fn: fn(small)) for name, fn in launchers.items()}
     triton_op = host["triton, torch_tile"]
@@ -199,7 +203,8 @@ def main() -> int:
         targets["cuTile op >= 2x faster than ct.launch"] = ratios["cutile_own_over_cutile_op"] >= 2.0
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
               "host_shape": [args.rows, args.cols], "gpu_shape": list(large.shape), "host_us": host,
-              "host_us_rounds": host_rounds, "host_us_above_driver_floor": above_floor, "gpu_us": gpu,
+              "host_us_rounds": host_rounds, "host_us_above_driver_floor": above_floor,
+              "phases_ns": phases, "gpu_us": gpu,
               "gpu_us_host_shape": gpu_small,
               "ratios": ratios, "targets_met": targets, "missing": missing}
     print(f"{'softmax':28s} {'host µs/call':>13s} {'median':>8s} {'worst':>8s} {'GPU µs, same':>13s} "
@@ -212,7 +217,8 @@ def main() -> int:
         r = host_rounds[name]
         print(f"{name:40s} {host[name]:13.2f} {r['median']:8.2f} {r['worst']:8.2f}")
     for name, us in above_floor.items():
-        print(f"{name:28s} above its driver floor: {us:6.2f} µs")
+        print(f"{name:28s} above its driver floor: {us:6.2f} µs; phases (ns): "
+              + ", ".join(f"{phase} {ns:.0f}" for phase, ns in phases[name].items()))
     for name, value in ratios.items():
         print(f"{name:34s} {value:6.2f}")
     for name, ok in targets.items():

@@ -30,6 +30,10 @@ if [ "${1:-}" = pack ]; then
     tar cJf "$ROOT/wheels/cutile_tools/libdevice.tar.xz" -C "$CU13/nvvm" libdevice
   # Every variant compiled afresh (an empty torch_tile cache), so cuTile's own cache receives each compile.
   rm -rf "$ROOT/wheels/cutile_cache"
+  if [ -e "$CUTILE_ROOT" ] && [ ! -L "$CUTILE_ROOT" ]; then
+    echo "cutile_device.sh: $CUTILE_ROOT exists and is not a link; remove it first" >&2
+    exit 1
+  fi
   ln -sfn "$ROOT" "$CUTILE_ROOT"
   fresh="$(mktemp -d)"
   (cd "$CUTILE_ROOT" && PATH="$CU13/bin:$PATH" PYTHONPATH="$CUTILE_ROOT" TORCH_TILE_CACHE_DIR="$fresh" \
@@ -49,8 +53,10 @@ else
   export PATH=$T/tc/bin:$PATH PYTHONPATH=$T${PYTHONPATH:+:$PYTHONPATH}
   # A copy, not a link: `python -m pytest` puts the working directory on sys.path as the kernel resolves it,
   # so through a link torch_tile would be imported from the checkout's real path, which the cache does not name.
-  mkdir -p "$CUTILE_ROOT"
-  cp -a . "$CUTILE_ROOT/"
-  cd "$CUTILE_ROOT"
+  if [ "$(pwd -P)" != "$CUTILE_ROOT" ]; then
+    mkdir -p "$CUTILE_ROOT"
+    cp -a . "$CUTILE_ROOT/"
+    cd "$CUTILE_ROOT"
+  fi
   export TORCH_TILE_CUTILE_BUNDLE="$PWD/wheels/cutile.ttb" CUDA_TILE_CACHE_DIR="$PWD/wheels/cutile_cache"
 fi

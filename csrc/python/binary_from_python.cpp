@@ -58,7 +58,10 @@ KernelBinary binary_from_python(const py::dict& r) {
   // A block (x, y, z), or Triton's num_warps: (32 * num_warps, 1, 1).
   if (r.contains("block")) {
     const std::vector<int32_t> block = r["block"].cast<std::vector<int32_t>>();
-    if (block.size() != 3) throw py::value_error("launch metadata: block must have 3 dimensions");
+    if (block.size() != 3) {
+      throw py::value_error("launch metadata of kernel " + b.name + ": block must have 3 dimensions, got " +
+                            std::to_string(block.size()));
+    }
     for (int d = 0; d < 3; ++d) b.block[d] = block[size_t(d)];
   } else {
     b.block[0] = 32 * r["num_warps"].cast<int32_t>();

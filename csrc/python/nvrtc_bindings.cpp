@@ -49,10 +49,7 @@ void bind_nvrtc(py::module_& m) {
         "'name<args...>' as C++ spells a kernel instance (the runtime's, for ops defined in C++ too).");
   m.def(
       "block_problem",
-      [](const std::array<int32_t, 3>& block) {
-        const int32_t dims[3] = {block[0], block[1], block[2]};
-        return block_problem(dims);
-      },
+      [](const std::array<int64_t, 3>& block) { return block_problem(block[0], block[1], block[2]); },
       py::arg("block"), "Why CUDA cannot launch a block of these (x, y, z) threads, or '' when it can.");
   m.def("cuda_element_type", &cuda_element_type, py::arg("packed_dtype"),
         "The C++ type name of a packed dtype's elements ('float', '__half'...), '' if none.");

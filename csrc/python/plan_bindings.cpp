@@ -199,9 +199,6 @@ void bind_structures(py::module_& m) {
   py::class_<Binding>(m, "Binding", "Where one kernel parameter's value comes from")
       .def(py::init([](BindingKind kind, int32_t slot, std::optional<Expr> expr, double float_value, bool specialize,
                        bool specialize_alignment, bool specialize_layout, std::optional<DescriptorBinding> desc) {
-             if (specialize_layout && kind != BindingKind::Tensor) {
-               throw py::value_error("specialize_layout applies to tensor bindings only");
-             }
              Binding b;
              b.kind = kind;
              b.slot = slot;

@@ -8,14 +8,11 @@
 
 namespace torch_tile {
 
-std::string block_problem(const int32_t (&block)[3]) {
-  const int64_t threads = int64_t(block[0]) * block[1] * block[2];
-  if (block[0] >= 1 && block[1] >= 1 && block[2] >= 1 && block[0] <= 1024 && block[1] <= 1024 && block[2] <= 64 &&
-      threads <= 1024) {
-    return "";
-  }
-  return "a block of (" + std::to_string(block[0]) + ", " + std::to_string(block[1]) + ", " +
-         std::to_string(block[2]) + ") threads; CUDA allows x and y up to 1024, z up to 64 and 1024 threads in all";
+std::string block_problem(int64_t x, int64_t y, int64_t z) {
+  // Each factor is checked before the product, which then stays small.
+  if (x >= 1 && y >= 1 && z >= 1 && x <= 1024 && y <= 1024 && z <= 64 && x * y * z <= 1024) return "";
+  return "a block of (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) +
+         ") threads; CUDA allows x and y up to 1024, z up to 64 and 1024 threads in all";
 }
 
 void check_kernel_binary(const KernelBinary& b) {
@@ -44,7 +41,7 @@ void check_kernel_binary(const KernelBinary& b) {
       fail(ErrorKind::Runtime, "kernel " + b.name + ": a descriptor's shape and strides must follow its map");
     }
   }
-  const std::string block = block_problem(b.block);
+  const std::string block = block_problem(b.block[0], b.block[1], b.block[2]);
   if (!block.empty()) fail(ErrorKind::Runtime, "kernel " + b.name + ": " + block);
   for (const TensorMapMeta& m : b.tensor_maps) {
     if (m.rank < 1 || m.rank > kMaxTensorMapRank) {
@@ -91,6 +88,23 @@ void CompiledKernel::check_cluster_fits(cu::CUfunction f, int device) const {
                              " with its " + std::to_string(binary_.shared_mem) + " bytes of shared memory and " +
                              std::to_string(binary_.block[0] * binary_.block[1] * binary_.block[2]) +
                              " threads per block; use a smaller num_ctas");
+}
+
+// A block larger than the function allows (its __launch_bounds__, or its
+// register use) would fail at every launch with a generic driver error; say
+// why once, at load.
+void CompiledKernel::check_block_fits(cu::CUfunction f) const {
+  int max_threads = 0;
+  if (cuda_driver().cuFuncGetAttribute(&max_threads, cu::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) !=
+      cu::CUDA_SUCCESS) {
+    return;  // the launch reports it, if it matters
+  }
+  const int64_t threads = int64_t(binary_.block[0]) * binary_.block[1] * binary_.block[2];
+  if (threads <= max_threads) return;
+  fail(ErrorKind::Value, "kernel " + binary_.name + " is launched with blocks of (" + std::to_string(binary_.block[0]) +
+                             ", " + std::to_string(binary_.block[1]) + ", " + std::to_string(binary_.block[2]) +
+                             ") = " + std::to_string(threads) + " threads, but it allows at most " +
+                             std::to_string(max_threads) + " (its __launch_bounds__ or its register use)");
 }
 
 // Launch metadata that disagrees with the kernel's declaration (a bundle's, an
@@ -162,6 +176,7 @@ cu::CUfunction CompiledKernel::load(int device) {
   cu::CUfunction f = nullptr;
   d.check(d.cuModuleGetFunction(&f, module.get(), binary_.name.c_str()), "cuModuleGetFunction");
   check_parameters(f);
+  check_block_fits(f);
   // Shared memory above 48 KB must be opted into, once per function (as Triton does).
   if (binary_.shared_mem > 49152) {
     int static_shared = 0;

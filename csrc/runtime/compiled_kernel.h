@@ -57,7 +57,7 @@ struct KernelBinary {
 
 // Why CUDA cannot launch a block of these (x, y, z) threads on any device so
 // far, or "" when it can.
-std::string block_problem(const int32_t (&block)[3]);
+std::string block_problem(int64_t x, int64_t y, int64_t z);
 
 // Refuses launch metadata the launch path cannot follow (lengths that differ,
 // more values than it passes, a descriptor's parts away from its map, a block
@@ -85,6 +85,7 @@ class CompiledKernel {
  private:
   cu::CUfunction load(int device);
   void check_cluster_fits(cu::CUfunction f, int device) const;
+  void check_block_fits(cu::CUfunction f) const;
   void check_parameters(cu::CUfunction f) const;
 
   KernelBinary binary_;

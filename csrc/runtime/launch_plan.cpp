@@ -207,6 +207,9 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
           if ((b.kind == BindingKind::Tensor || b.kind == BindingKind::TensorDesc) && (b.slot < 0 || b.slot >= slot)) {
             bad_plan(op, "has a launch that reads a bad slot");
           }
+          if (b.specialize_layout && b.kind != BindingKind::Tensor) {
+            bad_plan(op, "has a layout-specialised binding that is not a tensor");
+          }
           if (b.kind == BindingKind::TensorDesc) {
             const size_t rank = b.desc.shape.size();
             if (rank == 0 || rank > size_t(kMaxTensorMapRank) || b.desc.strides.size() != rank) {

@@ -87,17 +87,22 @@ constexpr int kSizeOneShift = 17;       // bit +d: size(d) == 1
 
 // Whether the elements of `t` occupy distinct addresses, as cuTile decides it:
 // ordered by stride, every stride is positive and at least the previous
-// stride times the previous size. Past kMaxShapeRank dimensions the answer is
-// "no" (the conservative one: the kernel then allows overlap).
+// stride times the previous size. Where that product leaves int64, or past
+// 64 dimensions (torch's limit), the answer is "no": the conservative one, the
+// kernel then allows overlap.
 inline bool elements_disjoint(const TensorArg& t) {
+  constexpr int kMaxDims = 64;
   if (t.ndim == 0) return true;
-  if (t.ndim > kMaxShapeRank) return false;
-  std::pair<int64_t, int64_t> dims[kMaxShapeRank];  // (stride, size)
+  if (t.ndim > kMaxDims) return false;
+  std::pair<int64_t, int64_t> dims[kMaxDims];  // (stride, size)
   for (int d = 0; d < t.ndim; ++d) dims[d] = {t.strides[d], t.sizes[d]};
   std::sort(dims, dims + t.ndim);
-  bool disjoint = dims[0].first > 0;
-  for (int d = 0; d + 1 < t.ndim; ++d) disjoint = disjoint && dims[d + 1].first >= dims[d].first * dims[d].second;
-  return disjoint;
+  if (dims[0].first <= 0) return false;
+  for (int d = 0; d + 1 < t.ndim; ++d) {
+    int64_t extent = 0;
+    if (__builtin_mul_overflow(dims[d].first, dims[d].second, &extent) || dims[d + 1].first < extent) return false;
+  }
+  return true;
 }
 
 inline uint64_t layout_key_word(const TensorArg& t) {
@@ -106,10 +111,10 @@ inline uint64_t layout_key_word(const TensorArg& t) {
   uint64_t w = uint64_t(pack_dtype(t.dtype)) << kDtypeShift;
   if (t.ndim <= kMaxDims) {
     for (int d = 0; d < t.ndim; ++d) {
-      const int64_t stride_bits = t.strides[d] * bits;
-      if (stride_bits % 8 == 0 && (stride_bits / 8) % 16 == 0) w |= uint64_t(1) << (kStride16BytesShift + d);
+      // stride * bits % 128 == 0 (a whole number of 16-byte units), without forming the product.
+      if ((t.strides[d] % 128) * bits % 128 == 0) w |= uint64_t(1) << (kStride16BytesShift + d);
       if (t.strides[d] == 1) w |= uint64_t(1) << (kStrideOneShift + d);
-      if ((t.sizes[d] * bits) % 8 == 0 && t.sizes[d] % 16 == 0) w |= uint64_t(1) << (kSizeDiv16Shift + d);
+      if (t.sizes[d] % 16 == 0) w |= uint64_t(1) << (kSizeDiv16Shift + d);  // 16 elements: whole bytes
       if (t.sizes[d] == 1) w |= uint64_t(1) << (kSizeOneShift + d);
     }
   }

@@ -271,8 +271,7 @@ void OpBuilder::launch(const CudaKernel& kernel, const std::vector<IntExpr>& gri
                        const std::vector<KernelArg>& args, const LaunchOptions& options) {
   const std::string what = "kernel " + kernel.name();
   if (grid.empty() || grid.size() > 3) plan_.error(ErrorKind::Value, what + ": a grid has 1 to 3 dimensions");
-  const int32_t threads[3] = {block.x, block.y, block.z};
-  const std::string block_error = block_problem(threads);
+  const std::string block_error = block_problem(block.x, block.y, block.z);
   if (!block_error.empty()) plan_.error(ErrorKind::Value, what + ": " + block_error);
   if (options.shared_mem < 0) plan_.error(ErrorKind::Value, what + ": negative shared_mem");
   std::shared_ptr<KernelCache> cache = find_kernel_cache(kernel.id());

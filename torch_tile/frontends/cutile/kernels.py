@@ -189,6 +189,14 @@ def _compiler_version() -> str:
     return str(_compile._get_compiler_version_string())
 
 
+def _bytecode_version() -> str:
+    """The Tile IR bytecode version cuTile's compile emits here (the newest its tileiras accepts, as
+    ``compile_tile`` picks it): two versions make two different cubins."""
+    from cuda.tile import _compile
+    return str(_compile._get_max_supported_bytecode_version(_compile.default_tile_context.config.temp_dir,
+                                                            allow_dev=_compile.dev_features_enabled()))
+
+
 def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: int) -> dict:
     """Compiles the configuration's kernel for the key's signature on sm_<capability> (from the disk cache
     when it has it) and describes how to launch it (the fields ``binary_from_python`` reads)."""
@@ -198,6 +206,7 @@ def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: i
     kernel = config.kernel
     sig, types = signature(config, words)
     key = _disk_cache.content_key("cutile", ENTRY_VERSION, __version__, ct.__version__, _compiler_version(),
+                                  _bytecode_version(),
                                   identity(kernel), repr(sig.parameters), sig.calling_convention.name, capability)
 
     def build() -> tuple[dict, bytes]:

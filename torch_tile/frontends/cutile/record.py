@@ -1,7 +1,8 @@
 """Records ``ct.launch(stream, grid, kernel, args)`` of a cuTile kernel in a
 traced op body as a plan launch step: per array argument a pointer binding
 whose key word holds cuTile's array bits (base alignment, disjoint elements,
-per dimension stride divisible by 16 bytes, stride 1, size divisible by 16;
+per dimension stride divisible by 16 bytes, stride 1, size divisible by 16,
+size 1;
 computed per call by the runtime as cuTile's launcher computes them) and one
 unspecialised binding per size and per stride, per scalar one binding, and
 the ``ct.Constant`` arguments' values in the launch configuration."""
