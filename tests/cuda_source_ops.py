@@ -81,6 +81,31 @@ def facts(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+# cuTile's bits of x's layout (CudaKernel(specialize="cutile")), written out per element:
+# 32 * disjoint + 16 * (row stride a multiple of 16 bytes) + 8 * (columns contiguous) + 4 * (rows % 16 == 0)
+# + 2 * (a single row) + (x 16-byte aligned).
+LAYOUT_SOURCE = r"""
+extern "C" __global__ void layout_facts(int* out, const float* x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    out[i] = 32 * TT_DISJOINT_1 + 16 * TT_STRIDE16B_1_0 + 8 * TT_STRIDE1_1_1 + 4 * TT_SIZE16_1_0 + 2 * TT_SIZE1_1_0 +
+             TT_ALIGNED16_1;
+  }
+}
+"""
+
+layout_facts_kernel = tt.CudaKernel(LAYOUT_SOURCE, "layout_facts", specialize="cutile")
+
+
+@tt.op("cuda_test::layout_facts")
+def layout_facts(x: torch.Tensor) -> torch.Tensor:
+    """Per element of a 2-D x, the cuTile layout bits its kernel variant was compiled with (see LAYOUT_SOURCE)."""
+    n = x.numel()
+    out = torch.empty(n, device=x.device, dtype=torch.int32)
+    layout_facts_kernel[(triton.cdiv(n, 128),), 128](out, x, n)
+    return out
+
+
 VOLUME_SCALE = tt.CudaKernel(r"""
 __global__ void volume_scale(float* out, const float* x, float s, int depth, int height, int width) {
   const int w = blockIdx.x * blockDim.x + threadIdx.x, h = blockIdx.y * blockDim.y + threadIdx.y,

@@ -162,6 +162,34 @@ def test_a_specialised_kernel_sees_triton_specialization_bits_as_macros():
     assert cubin32 != cubin33  # each compiled with its own bits
 
 
+def test_a_kernel_specialised_as_cutile_sees_each_tensor_s_layout_bits_as_macros():
+    wide = torch.randn(48, 40)
+
+    def variant(x):
+        [(kid, words)] = _C.variant_keys("cuda_test::layout_facts", (x,), {})
+        config = cuda_kernels.REGISTRY.configs[words[0]]
+        return dict(d.split("=") for d in cuda_kernels.specialization_defines(config, list(words))), \
+            cuda_kernels._compile_callback(kid, list(words), 90)["cubin"]
+
+    # Hand-derived from cuTile's rules: rows of 40 float32 are 160 bytes (a multiple of 16); 48 rows.
+    dense, dense_cubin = variant(wide)
+    assert {k: dense[k] for k in ("TT_ALIGNED16_1", "TT_DISJOINT_1", "TT_STRIDE16B_1_0", "TT_STRIDE1_1_1",
+                                  "TT_SIZE16_1_0", "TT_SIZE1_1_0", "TT_SIZE16_1_1")} == {
+        "TT_ALIGNED16_1": "1", "TT_DISJOINT_1": "1", "TT_STRIDE16B_1_0": "1", "TT_STRIDE1_1_1": "1",
+        "TT_SIZE16_1_0": "1", "TT_SIZE1_1_0": "0", "TT_SIZE16_1_1": "0"}
+    assert "TT_EQ1_2" not in dense and "TT_DISJOINT_2" not in dense  # the int n is not specialised
+    shifted, _ = variant(wide[:1, 1:])  # one row, 4 bytes past an aligned address
+    assert (shifted["TT_ALIGNED16_1"], shifted["TT_SIZE1_1_0"], shifted["TT_SIZE16_1_0"]) == ("0", "1", "0")
+    broadcast, broadcast_cubin = variant(torch.randn(1, 40).expand(48, 40))
+    assert broadcast["TT_DISJOINT_1"] == "0" and broadcast["TT_STRIDE16B_1_0"] == "1"  # a stride of 0 bytes
+    assert broadcast_cubin != dense_cubin  # each variant compiled with its own bits
+
+
+def test_a_kernel_s_specialization_is_one_of_the_known_ones():
+    with pytest.raises(ValueError, match="specialize must be False, True, 'triton' or 'cutile'; got 'yes'"):
+        tt.CudaKernel("__global__ void k() {}", "k", specialize="yes")
+
+
 def test_an_unspecialised_kernel_has_one_variant_per_dtype_and_no_macros():
     [(_, words32)] = _C.variant_keys("cuda_test::scale", (torch.randn(32), 2.0), {})
     [(_, words33)] = _C.variant_keys("cuda_test::scale", (torch.randn(64)[1:34], 2.0), {})

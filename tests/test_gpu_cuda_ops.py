@@ -69,6 +69,14 @@ def test_each_variant_of_a_specialised_kernel_runs_with_its_own_bits(start, n, e
     assert out.tolist() == [expected] * n
 
 
+def test_each_variant_of_a_cutile_specialised_kernel_runs_with_its_tensor_s_layout_bits():
+    wide = torch.randn(48, 40, device="cuda")
+    cases = [(wide, 32 + 16 + 8 + 4 + 1), (wide[:1, 1:], 32 + 16 + 8 + 2),
+             (torch.randn(1, 40, device="cuda").expand(48, 40), 16 + 8 + 4 + 1)]
+    for x, expected in cases:  # see tests/cuda_source_ops.py's LAYOUT_SOURCE
+        assert ops.layout_facts(x).tolist() == [expected] * x.numel()
+
+
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 8e-3),
                                         (torch.float64, 1e-12)])
 @pytest.mark.parametrize("shape", [(1, 1), (7, 33), (64, 1000), (3, 4097)])

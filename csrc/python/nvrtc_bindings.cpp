@@ -35,16 +35,19 @@ void bind_nvrtc(py::module_& m) {
         "The CUDA headers beside the NVRTC in use (cuda_fp16.h...), for -I (loads NVRTC).");
   m.def(
       "cuda_specialization_defines",
-      [](const std::vector<int>& kinds, const std::vector<uint64_t>& words, const std::string& kernel_name) {
+      [](const std::vector<int>& kinds, const std::vector<uint64_t>& words, const std::string& kernel_name,
+         bool layout) {
         std::vector<BindingKind> k(kinds.size());
         for (int kind : kinds) {
           if (kind < 0 || kind > int(BindingKind::TensorDesc)) throw py::value_error("unknown binding kind");
         }
         for (size_t i = 0; i < kinds.size(); ++i) k[i] = BindingKind(kinds[i]);
-        return translating_errors([&] { return cuda_specialization_defines(k, words.data(), words.size(), kernel_name); });
+        return translating_errors(
+            [&] { return cuda_specialization_defines(k, layout, words.data(), words.size(), kernel_name); });
       },
-      py::arg("kinds"), py::arg("words"), py::arg("kernel_name"),
-      "The NAME=0/1 macros a specialised CUDA kernel's variant sees, from its binding kinds and key words.");
+      py::arg("kinds"), py::arg("words"), py::arg("kernel_name"), py::arg("layout") = false,
+      "The NAME=0/1 macros a specialised CUDA kernel's variant sees, from its binding kinds and key words "
+      "(Triton's bits, or with `layout` cuTile's array bits per tensor).");
   m.def("cuda_name_expression", &cuda_name_expression, py::arg("name"), py::arg("template_args"),
         "'name<args...>' as C++ spells a kernel instance (the runtime's, for ops defined in C++ too).");
   m.def(

@@ -69,7 +69,7 @@ class CudaSourceCompiler final : public Compiler {
     unit.options = source.options;
     for (const std::string& dir : nvrtc_include_dirs()) unit.options.push_back("-I" + dir);
     if (source.specialize) {
-      for (const std::string& d : cuda_specialization_defines(config.kinds, key.words, key.size, source.name)) {
+      for (const std::string& d : cuda_specialization_defines(config.kinds, false, key.words, key.size, source.name)) {
         unit.options.push_back("-D" + d);
       }
     }
@@ -131,8 +131,9 @@ std::string cuda_name_expression(const std::string& name, const std::vector<std:
   return out + ">";
 }
 
-std::vector<std::string> cuda_specialization_defines(const std::vector<BindingKind>& kinds, const uint64_t* words,
-                                                     size_t num_words, const std::string& kernel_name) {
+std::vector<std::string> cuda_specialization_defines(const std::vector<BindingKind>& kinds, bool layout,
+                                                     const uint64_t* words, size_t num_words,
+                                                     const std::string& kernel_name) {
   if (num_words != kinds.size() + 1) {
     fail(ErrorKind::Value, "CUDA kernel " + kernel_name + ": a key of " + std::to_string(num_words) + " words for " +
                                std::to_string(kinds.size()) + " parameters");
@@ -141,7 +142,20 @@ std::vector<std::string> cuda_specialization_defines(const std::vector<BindingKi
   for (size_t i = 0; i < kinds.size(); ++i) {
     const uint64_t state = words[i + 1] & 3;
     const std::string n = std::to_string(i);
-    if (kinds[i] == BindingKind::Tensor) {
+    if (layout) {
+      if (kinds[i] != BindingKind::Tensor) continue;
+      const uint64_t w = words[i + 1];
+      auto flag = [&](const std::string& name, bool on) { defines.push_back(name + "=" + (on ? "1" : "0")); };
+      flag("TT_ALIGNED16_" + n, w & array_layout::kBaseAligned16);
+      flag("TT_DISJOINT_" + n, w & array_layout::kDisjoint);
+      for (int d = 0; d < array_layout::kMaxDims; ++d) {
+        const std::string nd = n + "_" + std::to_string(d);
+        flag("TT_STRIDE16B_" + nd, w >> (array_layout::kStride16BytesShift + d) & 1);
+        flag("TT_STRIDE1_" + nd, w >> (array_layout::kStrideOneShift + d) & 1);
+        flag("TT_SIZE16_" + nd, w >> (array_layout::kSizeDiv16Shift + d) & 1);
+        flag("TT_SIZE1_" + nd, w >> (array_layout::kSizeOneShift + d) & 1);
+      }
+    } else if (kinds[i] == BindingKind::Tensor) {
       defines.push_back("TT_ALIGNED16_" + n + "=" + (state == key_word::kAligned16 ? "1" : "0"));
     } else if (kinds[i] == BindingKind::Int) {
       defines.push_back("TT_EQ1_" + n + "=" + (state == key_word::kValueOne ? "1" : "0"));

@@ -48,10 +48,16 @@ int64_t register_cuda_source_launch_config(const CudaSourceLaunchConfig& config)
 std::string cuda_name_expression(const std::string& name, const std::vector<std::string>& template_args);
 
 // The macros (NAME=0/1) a variant of a specialised kernel is compiled with,
-// from its key (words[0] is the configuration; then one word per parameter):
-// TT_ALIGNED16_<i> for a pointer, TT_EQ1_<i> and TT_DIV16_<i> for an integer.
-std::vector<std::string> cuda_specialization_defines(const std::vector<BindingKind>& kinds, const uint64_t* words,
-                                                     size_t num_words, const std::string& kernel_name);
+// from its key (words[0] is the configuration; then one word per parameter).
+// Triton's bits: TT_ALIGNED16_<i> for a pointer, TT_EQ1_<i> and TT_DIV16_<i>
+// for an integer. With `layout` (tensors keyed by cuTile's array bits,
+// layout_key_word), per tensor parameter i: TT_ALIGNED16_<i>, TT_DISJOINT_<i>
+// and, per dimension d < 5, TT_STRIDE16B_<i>_<d> (stride a multiple of 16
+// bytes), TT_STRIDE1_<i>_<d>, TT_SIZE16_<i>_<d> and TT_SIZE1_<i>_<d>; no
+// macro for integers, which are not specialised then.
+std::vector<std::string> cuda_specialization_defines(const std::vector<BindingKind>& kinds, bool layout,
+                                                     const uint64_t* words, size_t num_words,
+                                                     const std::string& kernel_name);
 
 // The C++ type of elements of `packed_dtype` (pack_dtype()) for a template
 // argument: "float", "__half", "__nv_bfloat16", ...; empty when there is none.

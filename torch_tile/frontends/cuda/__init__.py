@@ -13,7 +13,9 @@ include path.
 
 Blocks have 1 to 3 dimensions (``kernel[grid, (16, 16)]``). A kernel built
 with ``specialize=True`` sees Triton's specialization bits as macros
-(``TT_ALIGNED16_<i>``, ``TT_EQ1_<i>``, ``TT_DIV16_<i>``).
+(``TT_ALIGNED16_<i>``, ``TT_EQ1_<i>``, ``TT_DIV16_<i>``); with
+``specialize="cutile"``, cuTile's bits of each tensor's layout
+(``TT_STRIDE16B_<i>_<d>``, ``TT_SIZE1_<i>_<d>``...; see ``CudaKernel``).
 
 Not yet: the CPU debug path (CUDA C++ has no interpreter), and the write analysis (the op's
 ``mutates_args`` is trusted for CUDA C++ launches).

@@ -55,15 +55,21 @@ class CudaKernel:
         source: the translation unit's text, or the path of a ``.cu`` file.
         name: the kernel's name (without template arguments).
         options: extra NVRTC options (``-DNAME=VALUE``, ``-I<dir>``, ``-std=c++20``, ...).
-        specialize: specialise the arguments as Triton does (a pointer's 16-byte alignment, an
-            integer equal to 1 or divisible by 16), each case a variant compiled once. The variant
-            sees the bits of parameter ``i`` as macros that are 0 or 1: ``TT_ALIGNED16_<i>`` for
-            pointers, ``TT_EQ1_<i>`` and ``TT_DIV16_<i>`` for integers (``#if TT_DIV16_3``).
-            Without it (the default) arguments are not specialised and no macro is defined.
+        specialize: which specialization bits the kernel's variants are compiled for, each case a
+            variant compiled once, the bits of parameter ``i`` seen as macros that are 0 or 1.
+            ``True`` (or ``"triton"``): Triton's bits, a pointer's 16-byte alignment
+            (``TT_ALIGNED16_<i>``) and an integer equal to 1 or divisible by 16 (``TT_EQ1_<i>``,
+            ``TT_DIV16_<i>``; ``#if TT_DIV16_3``). ``"cutile"``: cuTile's bits of each tensor argument,
+            from the tensor's own layout (``TT_ALIGNED16_<i>``, ``TT_DISJOINT_<i>`` and per dimension
+            ``d`` < 5 ``TT_STRIDE16B_<i>_<d>``, a stride that is a multiple of 16 bytes,
+            ``TT_STRIDE1_<i>_<d>``, ``TT_SIZE16_<i>_<d>``, ``TT_SIZE1_<i>_<d>``); integers are not
+            specialised then. ``False`` (the default): nothing is specialised and no macro is defined.
     """
 
+    SPECIALIZATIONS = {False: "", None: "", True: "triton", "triton": "triton", "cutile": "cutile"}
+
     def __init__(self, source: Union[str, os.PathLike], name: str, *, options: Sequence[str] = (),
-                 specialize: bool = False):
+                 specialize: Union[bool, str] = False):
         if isinstance(source, os.PathLike) or (isinstance(source, str) and source.endswith(".cu")
                                                 and "\n" not in source and os.path.isfile(source)):
             self.path = os.fspath(source)
@@ -78,7 +84,10 @@ class CudaKernel:
             raise ValueError(f"torch_tile: CudaKernel name must be the kernel's C++ identifier; got {name!r}")
         self.name = name
         self.options = tuple(options)
-        self.specialize = bool(specialize)
+        if specialize not in self.SPECIALIZATIONS:
+            raise ValueError(f"torch_tile: CudaKernel {name}: specialize must be False, True, 'triton' or "
+                             f"'cutile'; got {specialize!r}")
+        self.specialize = self.SPECIALIZATIONS[specialize]  # "", "triton" or "cutile"
         # Same source, name, options and specialization: the same kernel, in every process (plans and
         # bundles name it so).
         self.stable_id = stable_id("cuda kernel", self.source, self.name, list(self.options), self.specialize)

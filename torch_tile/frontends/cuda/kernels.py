@@ -59,12 +59,12 @@ _KIND_CATEGORIES = {K.TENSOR: POINTER, K.INT: INTEGER, K.BOOL: INTEGER, K.FLOAT:
 
 def specialization_defines(config: CudaLaunchConfig, words: list[int]) -> list[str]:
     """The macros a specialised kernel's variant sees, from its key's words (one per parameter after
-    the configuration's): ``TT_ALIGNED16_<i>`` per pointer, ``TT_EQ1_<i>`` and ``TT_DIV16_<i>`` per
-    integer, each 0 or 1 (see ``CudaKernel``). The runtime computes them, for kernels of ops defined
-    in C++ too."""
+    the configuration's), each 0 or 1: Triton's or cuTile's bits (see ``CudaKernel``). The runtime
+    computes them, for kernels of ops defined in C++ too."""
     if not config.kernel.specialize:
         return []
-    return _C.cuda_specialization_defines(list(config.kinds), list(words), config.kernel.name)
+    return _C.cuda_specialization_defines(list(config.kinds), list(words), config.kernel.name,
+                                          layout=config.kernel.specialize == "cutile")
 
 
 def variant_metadata(config: CudaLaunchConfig, capability: int, defines: list[str] = ()) -> dict:

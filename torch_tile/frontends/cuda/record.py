@@ -11,6 +11,7 @@ import torch
 
 from ... import _C, _plan
 from ..._expr import SymbolicInt
+from ..._stand_ins import TensorProxy
 from ..._trace_state import body_location
 from ..launch_record import grid_expressions, value_binding
 from .compile import CudaKernel
@@ -51,10 +52,14 @@ def _template_args(tracer, kernel: CudaKernel, values: Sequence[Any]) -> tuple[T
 
 
 def _bind(tracer, kernel: CudaKernel, i: int, value: Any) -> tuple[Any, _plan.Binding]:
-    """(kind, binding) of argument ``i``, specialised as Triton's if the kernel asks for it
-    (``CudaKernel(specialize=True)``); otherwise keys differ only in dtypes and integer widths."""
+    """(kind, binding) of argument ``i``, specialised as the kernel asks (``CudaKernel(specialize=...)``):
+    Triton's bits, cuTile's bits of each tensor's layout, or none (keys differ only in dtypes and integer
+    widths)."""
     where = f"argument {i} of CUDA kernel {kernel.name}"
-    bound = value_binding(tracer, where, value, specialize=kernel.specialize, specialize_alignment=kernel.specialize)
+    if kernel.specialize == "cutile" and isinstance(value, TensorProxy):
+        return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, specialize_layout=True)
+    triton = kernel.specialize == "triton"
+    bound = value_binding(tracer, where, value, specialize=triton, specialize_alignment=triton)
     if bound is not None:
         return bound
     if isinstance(value, torch.Tensor):
