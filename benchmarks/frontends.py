@@ -166,18 +166,18 @@ def main() -> int:
         torch.testing.assert_close(fn(small), reference, atol=1e-6, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
     # The driver's floor under each torch_tile op: its last launch replayed with bare cuLaunchKernelEx from C++,
     # each with an output allocation, as the op makes one. What an op costs above it is torch_tile's own work.
-    ops = {"triton, torch_tile": "tile::softmax", "cuda C++, torch_tile": "tile::softmax_cuda",
-           "cuTile, torch_tile": "tile::softmax_cutile"}
+    ops = {name: op for name, op in (("triton, torch_tile", "tile::softmax"),
+                                     ("cuda C++, torch_tile", "tile::softmax_cuda"),
+                                     ("cuTile, torch_tile", "tile::softmax_cutile")) if name in launchers}
     floors = {f"{name} (driver floor)": (lambda n, op=op: torch_tile._C.testing.bench_raw_launch(
-        op, (small,), n, allocate_like=small)) for name, op in ops.items() if name in launchers}
+        op, (small,), n, allocate_like=small)) for name, op in ops.items()}
     # Rounds interleaved: this machine's host µs drift by a third between runs, alike for every row within one.
     host_rounds = interleaved_us({**{name: (lambda n, fn=fn: host_seconds(lambda: fn(small), n))
                                      for name, fn in launchers.items()}, **floors}, iters=1000, rounds=args.rounds)
     host = {name: r["best"] for name, r in host_rounds.items()}
-    above_floor = {name: host[name] - host[f"{name} (driver floor)"] for name in ops if name in launchers}
+    above_floor = {name: host[name] - host[f"{name} (driver floor)"] for name in ops}
     # Where each op's own time goes: ns per call in each phase of its C++ implementation.
-    phases = {name: torch_tile._C.testing.bench_phases(op, (small,), 20000) for name, op in ops.items()
-              if name in launchers}
+    phases = {name: torch_tile._C.testing.bench_phases(op, (small,), 20000) for name, op in ops.items()}
     gpu = {name: _gpu_us(lambda fn=fn: fn(large)) for name, fn in large_launchers.items()}
     gpu_small = {name: _gpu_us(lambda fn=fn: fn(small)) for name, fn in launchers.items()}
     triton_op = host["triton, torch_tile"]

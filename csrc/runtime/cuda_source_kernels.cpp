@@ -139,13 +139,13 @@ std::vector<std::string> cuda_specialization_defines(const std::vector<BindingKi
                                std::to_string(kinds.size()) + " parameters");
   }
   std::vector<std::string> defines;
+  auto flag = [&](const std::string& name, bool on) { defines.push_back(name + "=" + (on ? "1" : "0")); };
   for (size_t i = 0; i < kinds.size(); ++i) {
     const uint64_t state = words[i + 1] & 3;
     const std::string n = std::to_string(i);
     if (layout) {
       if (kinds[i] != BindingKind::Tensor) continue;
       const uint64_t w = words[i + 1];
-      auto flag = [&](const std::string& name, bool on) { defines.push_back(name + "=" + (on ? "1" : "0")); };
       flag("TT_ALIGNED16_" + n, w & array_layout::kBaseAligned16);
       flag("TT_DISJOINT_" + n, w & array_layout::kDisjoint);
       for (int d = 0; d < array_layout::kMaxDims; ++d) {
@@ -156,10 +156,10 @@ std::vector<std::string> cuda_specialization_defines(const std::vector<BindingKi
         flag("TT_SIZE1_" + nd, w >> (array_layout::kSizeOneShift + d) & 1);
       }
     } else if (kinds[i] == BindingKind::Tensor) {
-      defines.push_back("TT_ALIGNED16_" + n + "=" + (state == key_word::kAligned16 ? "1" : "0"));
+      flag("TT_ALIGNED16_" + n, state == key_word::kAligned16);
     } else if (kinds[i] == BindingKind::Int) {
-      defines.push_back("TT_EQ1_" + n + "=" + (state == key_word::kValueOne ? "1" : "0"));
-      defines.push_back("TT_DIV16_" + n + "=" + (state == key_word::kValueDiv16 ? "1" : "0"));
+      flag("TT_EQ1_" + n, state == key_word::kValueOne);
+      flag("TT_DIV16_" + n, state == key_word::kValueDiv16);
     }
   }
   return defines;

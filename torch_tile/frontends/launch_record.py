@@ -25,13 +25,14 @@ def grid_expressions(tracer, grid: Any) -> list[_plan.Expr]:
     return exprs
 
 
-def value_binding(tracer, where: str, value: Any, specialize: bool,
-                  specialize_alignment: bool) -> Optional[tuple[Any, _plan.Binding]]:
-    """(kind, binding) of a runtime value passed to a kernel parameter: a tensor (its slot), an int or bool
-    (an expression), a float; None for any other value, which the frontend handles or refuses."""
+def value_binding(tracer, where: str, value: Any, specialize: bool, specialize_alignment: bool,
+                  specialize_layout: bool = False) -> Optional[tuple[Any, _plan.Binding]]:
+    """(kind, binding) of a runtime value passed to a kernel parameter: a tensor (its slot; keyed by cuTile's
+    bits of its layout with ``specialize_layout``), an int or bool (an expression), a float; None for any
+    other value, which the frontend handles or refuses."""
     flags = {"specialize": specialize, "specialize_alignment": specialize_alignment}
     if isinstance(value, TensorProxy):
-        return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, **flags)
+        return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, specialize_layout=specialize_layout, **flags)
     if isinstance(value, SymbolicInt):
         kind = K.BOOL if value.is_bool else K.INT
         return kind, _plan.Binding(kind, expr=_plan.expr(value.encode()), **flags)

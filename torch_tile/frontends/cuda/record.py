@@ -11,7 +11,6 @@ import torch
 
 from ... import _C, _plan
 from ..._expr import SymbolicInt
-from ..._stand_ins import TensorProxy
 from ..._trace_state import body_location
 from ..launch_record import grid_expressions, value_binding
 from .compile import CudaKernel
@@ -56,10 +55,9 @@ def _bind(tracer, kernel: CudaKernel, i: int, value: Any) -> tuple[Any, _plan.Bi
     Triton's bits, cuTile's bits of each tensor's layout, or none (keys differ only in dtypes and integer
     widths)."""
     where = f"argument {i} of CUDA kernel {kernel.name}"
-    if kernel.specialize == "cutile" and isinstance(value, TensorProxy):
-        return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, specialize_layout=True)
     triton = kernel.specialize == "triton"
-    bound = value_binding(tracer, where, value, specialize=triton, specialize_alignment=triton)
+    bound = value_binding(tracer, where, value, specialize=triton, specialize_alignment=triton,
+                          specialize_layout=kernel.specialize == "cutile")
     if bound is not None:
         return bound
     if isinstance(value, torch.Tensor):

@@ -97,10 +97,10 @@ def _describe(param: Param) -> list:
     return ["constant", type(param.value).__name__, param.value]
 
 
-def config_id(config: CutileLaunchConfig) -> int:
-    """The configuration's stable id (the first word of its keys): the kernel, each parameter's structure
-    and the constants' values."""
-    cid = stable_id("cutile config", kernel_id(config.kernel), [_describe(p) for p in config.params])
+def config_id(config: CutileLaunchConfig, kid: int) -> int:
+    """The configuration's stable id (the first word of its keys): the kernel (``kid``, its ``kernel_id``),
+    each parameter's structure and the constants' values."""
+    cid = stable_id("cutile config", kid, [_describe(p) for p in config.params])
     return REGISTRY.config(cid, config)
 
 

@@ -2,10 +2,10 @@
 traced op body as a plan launch step: per array argument a pointer binding
 whose key word holds cuTile's array bits (base alignment, disjoint elements,
 per dimension stride divisible by 16 bytes, stride 1, size divisible by 16,
-size 1;
-computed per call by the runtime as cuTile's launcher computes them) and one
-unspecialised binding per size and per stride, per scalar one binding, and
-the ``ct.Constant`` arguments' values in the launch configuration."""
+size 1; computed per call by the runtime as cuTile's launcher computes them)
+and one unspecialised binding per size and per stride, per scalar one
+binding, and the ``ct.Constant`` arguments' values in the launch
+configuration."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ def record_launch(tracer, kernel, grid: Any, args: Any, options: dict) -> _plan.
                 raise tracer.error(f"{where}: static_shape_dims/static_stride_dims are not supported")
             index = getattr(array, "index_dtype", None)
             params.append(ArrayParam(n, index64=getattr(index, "name", "") == "int64"))
-            bindings.append(_plan.Binding(K.TENSOR, value._slot, specialize_layout=True))
+            bindings.append(value_binding(tracer, where, value, specialize=True, specialize_alignment=True,
+                                          specialize_layout=True)[1])
             for dims in (value.shape, value.stride()):
                 for d in dims:
                     bindings.append(value_binding(tracer, where, d, specialize=False, specialize_alignment=False)[1])
@@ -76,5 +77,5 @@ def record_launch(tracer, kernel, grid: Any, args: Any, options: dict) -> _plan.
             bindings.append(bound[1])
     config = CutileLaunchConfig(kernel, tuple(params))
     grid_exprs = grid_expressions(tracer, grid if isinstance(grid, (tuple, list)) else (grid,))
-    return _plan.LaunchStep(kernel_id(kernel), config_id(config), grid_exprs, bindings,
-                            body_location(*tracer.op.sources))
+    kid = kernel_id(kernel)  # the kernel's identity (its source, closures, globals) is read once per launch
+    return _plan.LaunchStep(kid, config_id(config, kid), grid_exprs, bindings, body_location(*tracer.op.sources))
