@@ -98,6 +98,28 @@ def test_the_runtime_compiles_sm90_variants_per_specialization_into_a_bundle(tmp
     assert [launch.kernel_name for launch in plan.launches] == ["scale"]
 
 
+def test_a_cutile_specialised_kernel_is_keyed_by_each_tensor_s_layout_bits(tmp_path):
+    # Hand-derived from cuTile's rules (float32: a stride is a multiple of 16 bytes when it is one of 4 elements).
+    L = _C.key_word.layout
+    wide = torch.randn(48, 40)
+    cases = [
+        (wide, L.BASE_ALIGNED16 | L.DISJOINT | 1 << L.STRIDE_16BYTES_SHIFT | 1 << L.STRIDE_ONE_SHIFT + 1
+         | 1 << L.SIZE_DIV16_SHIFT),
+        (wide[:1, 1:], L.DISJOINT | 1 << L.STRIDE_16BYTES_SHIFT | 1 << L.STRIDE_ONE_SHIFT + 1 | 1 << L.SIZE_ONE_SHIFT),
+        (torch.randn(1, 40).expand(48, 40),  # stride 0: elements shared, and 0 bytes is a multiple of 16
+         L.BASE_ALIGNED16 | 1 << L.STRIDE_16BYTES_SHIFT | 1 << L.STRIDE_ONE_SHIFT + 1 | 1 << L.SIZE_DIV16_SHIFT),
+    ]
+    for x, bits in cases:
+        [(_, words)] = _C.variant_keys("cpp_test::layout_bits", (x,), {})
+        assert words[2] & ((1 << L.DTYPE_SHIFT) - 1) == bits  # words: config, out, x
+    path = str(tmp_path / "layout.ttb")
+    tt.export_bundle(["cpp_test::layout_bits"], path, capabilities=[90],
+                     examples={"cpp_test::layout_bits": [(x,) for x, _ in cases]})
+    variants = [v for v in read_bundle(path)["variants"] if v["kernel"] == "layout_bits"]
+    assert len({tuple(v["key"]) for v in variants}) == 3  # a variant per layout, compiled with its macros
+    assert verify_bundle(path) == []
+
+
 def test_a_compile_error_carries_the_kernel_and_nvrtc_log(tmp_path):
     with pytest.raises(ValueError, match=r"(?s)NVRTC could not compile kernel broken for sm_90.*not_declared"):
         tt.export_bundle(["cpp_test::broken"], str(tmp_path / "b.ttb"), capabilities=[90],

@@ -49,6 +49,17 @@ def test_transpose_launches_a_two_dimensional_block(shape):
     torch.testing.assert_close(torch.ops.cpp_test.transpose(x), x.t().contiguous(), atol=0, rtol=0)
 
 
+def test_a_cutile_specialised_kernel_runs_the_variant_of_each_layout():
+    # bits (csrc/testing/cpp_defined_ops.cpp): 1 aligned, 2 disjoint, 4/8 stride 0/1 a multiple of 16 bytes,
+    # 16/32 stride 0/1 is 1, 64/128 size 0/1 divisible by 16, 256/512 size 0/1 is 1; derived by hand per case.
+    wide = torch.randn(48, 40, device="cuda")
+    cases = [(wide, 1 + 2 + 4 + 32 + 64), (wide[:1, 1:], 2 + 4 + 32 + 256),
+             (torch.randn(1, 40, device="cuda").expand(48, 40), 1 + 4 + 32 + 64),
+             (torch.randn(32, 16, device="cuda").t(), 1 + 2 + 8 + 16 + 64 + 128)]
+    for x, expected in cases:
+        assert torch.ops.cpp_test.layout_bits(x).item() == expected, x.stride()
+
+
 def test_a_cuda_graph_replays_the_op():
     x = torch.randn(1000, 8, device="cuda")
     torch.ops.cpp_test.pick(x, 3)  # warm: plan and variant exist before capture

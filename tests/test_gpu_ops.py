@@ -186,6 +186,27 @@ def test_steady_state_no_python_no_extra_allocations():
     assert torch.cuda.memory_stats()["allocation.all.allocated"] - allocs_before == n  # the outputs only
 
 
+def test_plan_selection_tries_the_last_selected_plan_first():
+    # tile::softmax has a plan per dtype and per warps branch: four plans here.
+    xs = [torch.randn(8, 128, device="cuda", dtype=dt) for dt in (torch.float32, torch.float16, torch.bfloat16)]
+    xs.append(torch.randn(4, 4096, device="cuda"))
+    for x in xs:
+        torch.ops.tile.softmax(x)
+    last = xs[0]
+    torch.ops.tile.softmax(last)  # now the last selected plan
+    before = tt.runtime_counters()
+    for _ in range(100):
+        torch.testing.assert_close(torch.ops.tile.softmax(last), torch.softmax(last, -1))
+    middle = tt.runtime_counters()
+    assert middle["plan_scans"] == before["plan_scans"]  # the first plan tried served every call
+    for i in range(40):  # alternating: each call scans, and still gets its own plan
+        x = xs[(i + 1) % len(xs)]
+        torch.testing.assert_close(torch.ops.tile.softmax(x), torch.softmax(x.float(), -1).to(x.dtype))
+    after = tt.runtime_counters()
+    assert after["plan_scans"] - middle["plan_scans"] == 40
+    assert after["traces"] == before["traces"]
+
+
 def test_dispatcher_call_from_cpp():
     x = torch.randn(1024, device="cuda")
     y = torch.randn(1024, device="cuda")

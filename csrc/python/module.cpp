@@ -119,6 +119,7 @@ py::dict counter_values() {
   d["compiles"] = c.compiles.load();
   d["host_entries"] = c.host_entries.load();
   d["map_lookups"] = c.map_lookups.load();
+  d["plan_scans"] = c.plan_scans.load();
   d["tensor_map_encodes"] = c.tensor_map_encodes.load();
   return d;
 }

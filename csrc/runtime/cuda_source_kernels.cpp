@@ -68,8 +68,9 @@ class CudaSourceCompiler final : public Compiler {
     unit.label = "kernel " + unit.name_expression;
     unit.options = source.options;
     for (const std::string& dir : nvrtc_include_dirs()) unit.options.push_back("-I" + dir);
-    if (source.specialize) {
-      for (const std::string& d : cuda_specialization_defines(config.kinds, false, key.words, key.size, source.name)) {
+    if (source.specialize != CudaSpecialization::None) {
+      const bool layout = source.specialize == CudaSpecialization::CuTile;
+      for (const std::string& d : cuda_specialization_defines(config.kinds, layout, key.words, key.size, source.name)) {
         unit.options.push_back("-D" + d);
       }
     }
@@ -93,7 +94,7 @@ class CudaSourceCompiler final : public Compiler {
 int64_t register_cuda_source_kernel(const CudaSourceKernel& kernel) {
   if (kernel.name.empty()) fail(ErrorKind::Value, "a CUDA kernel needs the name of its __global__ function");
   StableHash h;
-  h.add("cuda_cpp kernel").add(kernel.source).add(kernel.name).add_int(kernel.specialize);
+  h.add("cuda_cpp kernel").add(kernel.source).add(kernel.name).add_int(int64_t(kernel.specialize));
   for (const std::string& o : kernel.options) h.add(o);
   const int64_t id = h.id();
   register_frontend_if_absent(kCudaCppFrontend, std::make_shared<CudaSourceCompiler>());

@@ -19,12 +19,20 @@ namespace torch_tile {
 
 constexpr const char* kCudaCppFrontend = "cuda_cpp";
 
+// Which bits of its arguments a CUDA C++ kernel's variants are keyed and
+// compiled by (cuda_specialization_defines gives the macros of each).
+enum class CudaSpecialization : int32_t {
+  None = 0,    // dtypes and parameter widths only
+  Triton = 1,  // Triton's: pointer 16-byte alignment, integer == 1 / % 16
+  CuTile = 2,  // cuTile's array bits of each tensor (layout_key_word); integers unspecialised
+};
+
 // One __global__ function of a CUDA C++ translation unit.
 struct CudaSourceKernel {
   std::string source;                // the translation unit's text
   std::string name;                  // the function's name, without template arguments
   std::vector<std::string> options;  // extra NVRTC options
-  bool specialize = false;           // variants see TT_* macros (cuda_specialization_defines)
+  CudaSpecialization specialize = CudaSpecialization::None;
 };
 
 // A launch site's static part: what, besides the key's words, makes a variant.

@@ -1,5 +1,6 @@
 #include "plan_set.h"
 
+#include "counters.h"
 #include "error.h"
 
 namespace torch_tile {
@@ -51,9 +52,19 @@ std::string plan_mismatch(const LaunchPlan& plan, const CallArgs& args) {
 
 const LaunchPlan* PlanSet::select(const CallArgs& args) const {
   const int n = count_.load(std::memory_order_acquire);
-  for (int i = 0; i < n; ++i) {
-    const LaunchPlan* p = plans_[i].load(std::memory_order_acquire);
+  const int last = last_selected_.load(std::memory_order_relaxed);
+  if (last < n) {
+    const LaunchPlan* p = plans_[size_t(last)].load(std::memory_order_acquire);
     if (plan_matches(*p, args)) return p;
+  }
+  counters().plan_scans.fetch_add(1, std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) {
+    if (i == last) continue;
+    const LaunchPlan* p = plans_[size_t(i)].load(std::memory_order_acquire);
+    if (plan_matches(*p, args)) {
+      last_selected_.store(i, std::memory_order_relaxed);  // written only when the plan changes
+      return p;
+    }
   }
   return nullptr;
 }

@@ -1,5 +1,10 @@
 // The launch plans of one op. Selection is lock-free (plans are published
 // once and never change); adding a plan after a retrace takes a mutex.
+// The plans of one op are disjoint: each was traced for a call no earlier
+// plan served, and every branch the body took on a size or value is one of
+// its guards. So any matching plan is the plan; selection tries the last one
+// selected first (a monomorphic inline cache, as for variants), and an op
+// with many plans (dtypes, a bundle's shapes) costs one match per call.
 #pragma once
 
 #include <array>
@@ -17,7 +22,7 @@ namespace torch_tile {
 
 class PlanSet {
  public:
-  // The first plan whose guards hold for `args`, or nullptr.
+  // The plan whose guards hold for `args` (the last selected one first), or nullptr.
   const LaunchPlan* select(const CallArgs& args) const;
   // Publishes a plan; throws when the op has too many.
   const LaunchPlan* add(std::unique_ptr<LaunchPlan> plan);
@@ -33,6 +38,7 @@ class PlanSet {
  private:
   std::array<std::atomic<const LaunchPlan*>, kMaxPlans> plans_{};
   std::atomic<int> count_{0};
+  mutable std::atomic<int> last_selected_{0};  // an index; checked against count_
   std::mutex add_mutex_;
   std::mutex trace_mutex_;
   std::vector<std::unique_ptr<LaunchPlan>> owned_;

@@ -41,6 +41,16 @@ __global__ void transpose(float* out, const float* x, int rows, int cols) {
 }
 )";
 
+// The cuTile layout bits the variant was compiled for, of x (parameter 1, 2-D), packed into one int:
+// bit 0 base 16-byte aligned, 1 disjoint, then per dimension d (0, 1): 2+d stride a multiple of 16 bytes,
+// 4+d stride 1, 6+d size divisible by 16, 8+d size 1.
+const char* kLayoutBits = R"(
+__global__ void layout_bits(int* out, const float* x) {
+  *out = TT_ALIGNED16_1 | TT_DISJOINT_1 << 1 | TT_STRIDE16B_1_0 << 2 | TT_STRIDE16B_1_1 << 3 | TT_STRIDE1_1_0 << 4 |
+         TT_STRIDE1_1_1 << 5 | TT_SIZE16_1_0 << 6 | TT_SIZE16_1_1 << 7 | TT_SIZE1_1_0 << 8 | TT_SIZE1_1_1 << 9;
+}
+)";
+
 void define_cpp_test_ops() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -82,6 +92,14 @@ void define_cpp_test_ops() {
                {KernelArg::pointer(out), KernelArg::pointer(x), KernelArg::i32(x.size(0)), KernelArg::i32(x.size(1))});
       b.returns({out});
     });
+    static const CudaKernel layout_bits(kLayoutBits, "layout_bits", {}, Specialization::CuTile);
+    define_op("cpp_test::layout_bits(Tensor x) -> Tensor", [](OpBuilder& b) {
+      PlanTensor x = b.tensor("x");
+      if (x.dim() != 2 || x.dtype() != at::kFloat) b.refuse("x must be a 2-D float32 tensor");
+      PlanTensor out = b.empty({1}, at::kInt);
+      b.launch(layout_bits, {1}, 1, {KernelArg::pointer(out), KernelArg::pointer(x)});
+      b.returns({out});
+    });
     static const CudaKernel broken("__global__ void broken(float* out) { out[0] = not_declared; }", "broken");
     define_op("cpp_test::broken(Tensor x) -> Tensor", [](OpBuilder& b) {
       PlanTensor out = b.empty_like(b.tensor("x"));
@@ -117,7 +135,8 @@ std::string define_for_test(const std::string& schema) {
 
 void bind_cpp_defined_ops(pybind11::module_& m) {
   m.def("define_cpp_test_ops", &define_cpp_test_ops,
-        "Defines cpp_test::scale, cpp_test::pick, cpp_test::transpose (a 2-D block), cpp_test::broken (its kernel does not compile) and "
+        "Defines cpp_test::scale, cpp_test::pick, cpp_test::transpose (a 2-D block), cpp_test::layout_bits (cuTile's "
+        "bits of x, as its variant saw them), cpp_test::broken (its kernel does not compile) and "
         "cpp_test::wrong_width (it declares a parameter narrower than the kernel) and cpp_test::twice (it returns "
         "one tensor twice) with the C++ API, once per process.");
   m.def("define_cpp_op", &define_for_test, pybind11::arg("schema"),

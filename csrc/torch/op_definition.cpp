@@ -124,15 +124,30 @@ KernelArg KernelArg::boolean(IntExpr v) { return KernelArg(Kind::Bool, -1, v != 
 KernelArg KernelArg::f32(FloatValue v) { return KernelArg(Kind::F32, -1, 0, v); }
 KernelArg KernelArg::f64(FloatValue v) { return KernelArg(Kind::F64, -1, 0, v); }
 
-CudaKernel::CudaKernel(std::string source, std::string name, std::vector<std::string> options, bool specialize)
+namespace {
+
+CudaSpecialization runtime_specialization(Specialization s) {
+  switch (s) {
+    case Specialization::None: return CudaSpecialization::None;
+    case Specialization::Triton: return CudaSpecialization::Triton;
+    case Specialization::CuTile: return CudaSpecialization::CuTile;
+  }
+  TORCH_CHECK_VALUE(false, "torch_tile::CudaKernel: unknown Specialization ", int(s));
+}
+
+}  // namespace
+
+CudaKernel::CudaKernel(std::string source, std::string name, std::vector<std::string> options,
+                       Specialization specialize)
     : name_(std::move(name)), specialize_(specialize) {
+  const CudaSpecialization runtime = runtime_specialization(specialize);
   id_ = translating_errors([&] {
-    return register_cuda_source_kernel(CudaSourceKernel{std::move(source), name_, std::move(options), specialize});
+    return register_cuda_source_kernel(CudaSourceKernel{std::move(source), name_, std::move(options), runtime});
   });
 }
 
 CudaKernel CudaKernel::from_file(const std::string& path, std::string name, std::vector<std::string> options,
-                                 bool specialize) {
+                                 Specialization specialize) {
   std::string source = translating_errors([&] { return read_file(path, "torch_tile::CudaKernel::from_file"); });
   return CudaKernel(std::move(source), std::move(name), std::move(options), specialize);
 }
@@ -153,7 +168,6 @@ struct PlanUnderConstruction {
   const CallArgs& args;
   std::unique_ptr<LaunchPlan> plan = std::make_unique<LaunchPlan>();
   int32_t next_slot;  // the slot the next allocation takes
-  int kernel_specialize = 0;
   bool returned = false;
 
   PlanUnderConstruction(NativeOp& o, const CallArgs& a) : op(o), args(a), next_slot(a.num_slots) {}
@@ -276,7 +290,9 @@ void OpBuilder::launch(const CudaKernel& kernel, const std::vector<IntExpr>& gri
   if (options.shared_mem < 0) plan_.error(ErrorKind::Value, what + ": negative shared_mem");
   std::shared_ptr<KernelCache> cache = find_kernel_cache(kernel.id());
   if (!cache) plan_.error(ErrorKind::Runtime, what + " is not registered");
-  const bool specialize = kernel.specializes();  // Triton's key rules for its bindings, else dtypes and widths only
+  // Triton's key rules for the bindings, cuTile's layout bits for the tensors, or dtypes and widths only.
+  const bool triton = kernel.specialization() == Specialization::Triton;
+  const bool layout = kernel.specialization() == Specialization::CuTile;
   LaunchStep step;
   step.kernel = std::move(cache);
   step.site = "C++ body of " + plan_.op.qualname();
@@ -291,13 +307,14 @@ void OpBuilder::launch(const CudaKernel& kernel, const std::vector<IntExpr>& gri
   config.shared_mem = options.shared_mem;
   for (const KernelArg& a : args) {
     Binding b;
-    b.specialize = specialize;
-    b.specialize_alignment = specialize;
+    b.specialize = triton;
+    b.specialize_alignment = triton;
     ParamType type = ParamType::Pointer;
     switch (a.kind_) {
       case KernelArg::Kind::Pointer:
         b.kind = BindingKind::Tensor;
         b.slot = a.slot_;
+        b.specialize_layout = layout;
         break;
       case KernelArg::Kind::I32:
       case KernelArg::Kind::I64:

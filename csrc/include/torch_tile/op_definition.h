@@ -142,26 +142,45 @@ class KernelArg {
   FloatValue float_ = 0.0;
 };
 
+// Which facts about its arguments a CudaKernel's variants are compiled for:
+// each distinct set of facts is one variant, which sees them as 0/1 macros
+// (argument i counts the kernel's parameters from 0).
+enum class Specialization {
+  None,    // one variant per dtypes and parameter widths
+  // Triton's bits: TT_ALIGNED16_<i> (a pointer 16-byte aligned), TT_EQ1_<i>
+  // and TT_DIV16_<i> (an integer equal to 1, divisible by 16).
+  Triton,
+  // cuTile's bits of each tensor's layout: TT_ALIGNED16_<i> (data pointer),
+  // TT_DISJOINT_<i> (no two elements share memory) and, per dimension d < 5,
+  // TT_STRIDE16B_<i>_<d> (stride a multiple of 16 bytes), TT_STRIDE1_<i>_<d>,
+  // TT_SIZE16_<i>_<d> (size divisible by 16), TT_SIZE1_<i>_<d>. Integers are
+  // not specialised.
+  CuTile,
+};
+
 // A __global__ function of a CUDA C++ source (templates allowed).
 class CudaKernel {
  public:
   // `source`: the translation unit; `name`: the function, without template
   // arguments; `options`: extra NVRTC options (-D, -I, -std=c++20...);
-  // `specialize`: variants are compiled per Triton-style specialization of the
-  // arguments (16-byte aligned pointers, ints equal to 1 or divisible by 16),
-  // each seeing its bits as 0/1 macros TT_ALIGNED16_<i>, TT_EQ1_<i>, TT_DIV16_<i>.
-  CudaKernel(std::string source, std::string name, std::vector<std::string> options = {}, bool specialize = false);
+  // `specialize`: the bits its variants are compiled for (see Specialization).
+  CudaKernel(std::string source, std::string name, std::vector<std::string> options = {},
+             Specialization specialize = Specialization::None);
+  // `specialize = true` is Specialization::Triton, as torch_tile.CudaKernel(specialize=True).
+  CudaKernel(std::string source, std::string name, std::vector<std::string> options, bool specialize)
+      : CudaKernel(std::move(source), std::move(name), std::move(options),
+                   specialize ? Specialization::Triton : Specialization::None) {}
   // The same, reading the source from a .cu file (now).
   static CudaKernel from_file(const std::string& path, std::string name, std::vector<std::string> options = {},
-                              bool specialize = false);
+                              Specialization specialize = Specialization::None);
   const std::string& name() const { return name_; }
-  bool specializes() const { return specialize_; }
+  Specialization specialization() const { return specialize_; }
   // The kernel's runtime id (registered with the runtime by the constructor).
   int64_t id() const { return id_; }
 
  private:
   std::string name_;
-  bool specialize_ = false;
+  Specialization specialize_ = Specialization::None;
   int64_t id_ = 0;
 };
 
