@@ -11,7 +11,10 @@ graphs); the same Triton kernels through torch.library.triton_op, eager;
 Liger-Kernel's fused pieces, eager (when liger-kernel is installed).
 Replay: a CUDA graph of 256 ``torch.ops.tile.add`` calls against a graph of
 256 bare launches of the same kernel (Triton's launcher into preallocated
-outputs: the graph floor), µs per kernel per replay. Writes
+outputs: the graph floor), µs per kernel per replay. Also printed and kept:
+backward() of a one-node graph (the engine's start, inside every
+forward+backward row) and the runtime's slow-path counters per eager tile
+step. Writes
 training_step.json and training_step.png to --out.
 """
 
@@ -137,6 +140,31 @@ def fused_op_costs(mirror, modes, cfg: Config = Config()) -> dict:
     return costs
 
 
+def backward_baseline_us() -> float:
+    """µs of ``backward()`` through a one-node graph (a view): what starting
+    autograd's engine costs, included in every ``forward_backward`` row."""
+    x = torch.randn(1024, 128, device="cuda", requires_grad=True)
+    seed = torch.ones_like(x)
+    return host_us(lambda: x.view_as(x).backward(seed))
+
+
+def tile_steady_state_per_step(steps: int = 10) -> dict:
+    """The runtime's slow-path counters per eager tile training step after
+    warm-up (tt.runtime_counters()): traces, compiles and host entries should
+    be 0; plan_scans counts calls whose op's last selected plan did not serve
+    them, map_lookups inline-cache misses."""
+    import torch_tile as tt
+
+    run = Trainer("tile")
+    for _ in range(5):
+        run.step()
+    before = tt.runtime_counters()
+    for _ in range(steps):
+        run.step()
+    after = tt.runtime_counters()
+    return {name: (after[name] - before[name]) / steps for name in after}
+
+
 def profile(mode: str, mirror, steps: int = 6) -> None:
     """Prints where a step's host and GPU time go in ``mode`` (torch.profiler)."""
     from torch.profiler import ProfilerActivity
@@ -167,6 +195,8 @@ def main() -> int:
     replay = graph_replay()
     floor = replay["bare launches (floor)"]
     op_costs = fused_op_costs(mirror, modes)
+    baseline = backward_baseline_us()
+    counters = tile_steady_state_per_step()
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -177,6 +207,8 @@ def main() -> int:
         "loss_first_last": {m: r["loss_first_last"] for m, r in runs.items()},
         "graph_replay_us_per_kernel": replay,
         "fused_op_host_us": op_costs,
+        "backward_baseline_us": baseline,
+        "tile_counters_per_step": counters,
         "ratios": {
             "tile_eager_over_torch_eager": step_ms["tile"] / step_ms["torch"],
             "triton_op_over_tile_eager": step_ms["triton_op"] / step_ms["tile"],
@@ -211,6 +243,8 @@ def main() -> int:
     print(f"{'fused op, host µs per call':28s} {'fwd no grad':>12s} {'fwd grad':>10s} {'fwd+bwd':>10s}")
     for name, c in op_costs.items():
         print(f"{name:28s} {c['forward_no_grad']:12.1f} {c['forward_grad']:10.1f} {c['forward_backward']:10.1f}")
+    print(f"backward() of a one-node graph (in every fwd+bwd above): {baseline:.1f} µs")
+    print("tile eager step, runtime counters per step: " + ", ".join(f"{k} {v:g}" for k, v in counters.items()))
     for name, value in result["ratios"].items():
         print(f"{name:36s} {value:6.2f}")
     for name, ok in result["targets_met"].items():
