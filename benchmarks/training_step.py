@@ -12,8 +12,8 @@ Liger-Kernel's fused pieces, eager (when liger-kernel is installed).
 Replay: a CUDA graph of 256 ``torch.ops.tile.add`` calls against a graph of
 256 bare launches of the same kernel (Triton's launcher into preallocated
 outputs: the graph floor), µs per kernel per replay. Also printed and kept:
-backward() of a one-node graph (the engine's start, inside every
-forward+backward row) and the runtime's slow-path counters per eager tile
+backward() of a one-node graph into one leaf (the engine's start and one
+gradient accumulation, inside every forward+backward row) and the runtime's slow-path counters per eager tile
 step. Writes
 training_step.json and training_step.png to --out.
 """
@@ -141,8 +141,9 @@ def fused_op_costs(mirror, modes, cfg: Config = Config()) -> dict:
 
 
 def backward_baseline_us() -> float:
-    """µs of ``backward()`` through a one-node graph (a view): what starting
-    autograd's engine costs, included in every ``forward_backward`` row."""
+    """µs of ``backward()`` through a one-node graph (a view of a leaf): the
+    engine's start and one accumulation into the leaf's ``.grad``, both inside
+    every ``forward_backward`` row (which accumulates once per input)."""
     x = torch.randn(1024, 128, device="cuda", requires_grad=True)
     seed = torch.ones_like(x)
     return host_us(lambda: x.view_as(x).backward(seed))
@@ -243,7 +244,7 @@ def main() -> int:
     print(f"{'fused op, host µs per call':28s} {'fwd no grad':>12s} {'fwd grad':>10s} {'fwd+bwd':>10s}")
     for name, c in op_costs.items():
         print(f"{name:28s} {c['forward_no_grad']:12.1f} {c['forward_grad']:10.1f} {c['forward_backward']:10.1f}")
-    print(f"backward() of a one-node graph (in every fwd+bwd above): {baseline:.1f} µs")
+    print(f"backward() of a one-node graph into one leaf (engine start + one accumulation): {baseline:.1f} µs")
     print("tile eager step, runtime counters per step: " + ", ".join(f"{k} {v:g}" for k, v in counters.items()))
     for name, value in result["ratios"].items():
         print(f"{name:36s} {value:6.2f}")

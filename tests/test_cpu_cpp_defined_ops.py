@@ -65,6 +65,36 @@ def test_a_plan_per_case_with_the_body_s_guards():
     assert plans[0].tensor_guards[0].ndim == 2
 
 
+def test_selection_tries_the_last_selected_plan_first_unless_plans_may_overlap():
+    pick, x = torch.ops.cpp_test.pick, torch.empty(3, 8, device="meta")  # meta calls select plans too
+
+    def scans():
+        return tt.runtime_counters()["plan_scans"]
+
+    _C.clear_plans("cpp_test::pick")
+    try:
+        pick(x, -1)
+        pick(x, 1)  # plans `k < 0` and `not (k < 0)`: disjoint
+        before = scans()
+        for _ in range(5):
+            assert pick(x, 1).shape == (3,)
+        assert scans() == before  # the last selected plan served every call
+        for k in (-1, 1, -1, 1):
+            pick(x, k)
+        assert scans() == before + 4  # each call changed case
+        # The same plans installed again overlap the first two: the first plan that matches, in order.
+        assert _C.install_plans("cpp_test::pick", _C.export_plans("cpp_test::pick")) == 2
+        before = scans()
+        for _ in range(5):
+            assert pick(x, 1).shape == (3,)
+        assert scans() == before + 5  # plan 0 (`k < 0`) was tried first each time
+        for _ in range(5):
+            pick(x, -1)
+        assert scans() == before + 5
+    finally:
+        _C.clear_plans("cpp_test::pick")
+
+
 def test_checks_and_refusals_name_the_op():
     x = torch.empty(4, 6, device="meta")
     with pytest.raises(ValueError, match=r"cpp_test::pick: k must index a column of x \(`"):
@@ -115,8 +145,9 @@ def test_a_cutile_specialised_kernel_is_keyed_by_each_tensor_s_layout_bits(tmp_p
     path = str(tmp_path / "layout.ttb")
     tt.export_bundle(["cpp_test::layout_bits"], path, capabilities=[90],
                      examples={"cpp_test::layout_bits": [(x,) for x, _ in cases]})
-    variants = [v for v in read_bundle(path)["variants"] if v["kernel"] == "layout_bits"]
-    assert len({tuple(v["key"]) for v in variants}) == 3  # a variant per layout, compiled with its macros
+    keys = {tuple(_C.variant_keys("cpp_test::layout_bits", (x,), {})[0][1]) for x, _ in cases}
+    assert len(keys) == 3  # a variant per layout, each compiled with its macros into the bundle
+    assert keys <= {tuple(v["key"]) for v in read_bundle(path)["variants"] if v["kernel"] == "layout_bits"}
     assert verify_bundle(path) == []
 
 

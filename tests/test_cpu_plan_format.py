@@ -220,6 +220,34 @@ def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
     return out
 
 
+def test_plans_are_disjoint_where_their_guards_show_it():
+    Op = _plan.ExprOp
+
+    def expr(*code):
+        return _plan.Expr([int(c) for c in code], "guard")
+
+    def plan(*guards, dtype=torch.float32, ndim=2, lists=0):
+        return _plan.LaunchPlan([_plan.TensorGuard(0, dtype, ndim)], list(guards), 0, [], [], [],
+                                num_list_tensors=lists)
+
+    cols = (Op.SIZE, 0, 1)  # x.shape[1]
+    small = expr(*cols, Op.CONST, 16, Op.LT)
+    disjoint = _C.testing.plans_disjoint
+    assert disjoint(plan(small), plan(expr(*cols, Op.CONST, 16, Op.LT, Op.NOT)))  # a branch and its negation
+    assert disjoint(plan(expr(*cols, Op.CONST, 16, Op.LT, Op.NOT)), plan(small))
+    assert disjoint(plan(small), plan(expr(*cols, Op.CONST, 16, Op.GE)))  # complementary comparisons
+    assert disjoint(plan(expr(*cols, Op.CONST, 3, Op.EQ)), plan(expr(*cols, Op.CONST, 5, Op.EQ)))  # int() pins
+    assert disjoint(plan(), plan(dtype=torch.float16)) and disjoint(plan(), plan(ndim=3))
+    assert disjoint(plan(), plan(lists=2))
+    # Not shown: an equal guard, overlapping ranges, other operands, a plan with fewer guards.
+    assert not disjoint(plan(small), plan(small))
+    assert not disjoint(plan(small), plan(expr(*cols, Op.CONST, 8, Op.GE)))
+    assert not disjoint(plan(small), plan(expr(Op.SIZE, 0, 0, Op.CONST, 16, Op.GE)))
+    assert not disjoint(plan(expr(*cols, Op.CONST, 3, Op.EQ)), plan(expr(*cols, Op.CONST, 3, Op.EQ)))
+    assert not disjoint(plan(expr(*cols, Op.CONST, 3, Op.EQ)), plan(expr(*cols, Op.CONST, 5, Op.NE)))
+    assert not disjoint(plan(), plan(small))
+
+
 def test_kernel_and_config_ids_are_stable_across_processes():
     import os
     import subprocess

@@ -35,8 +35,9 @@ def runtime_counters() -> dict:
     ``compiles`` (variants compiled or loaded from the disk cache),
     ``host_entries`` (times C++ called into Python: traces, compiles, and calls
     that need a gradient), ``map_lookups`` (inline-cache misses),
-    ``plan_scans`` (calls whose op's last selected plan did not serve them, so
-    every plan was tried), ``tensor_map_encodes`` (TMA descriptors encoded: descriptor-cache misses)."""
+    ``plan_scans`` (calls served by a plan other than the first one
+    tried: the op's last selected plan, or its first plan while its plans may
+    overlap), ``tensor_map_encodes`` (TMA descriptors encoded: descriptor-cache misses)."""
     return dict(_C.counters())
 
 

@@ -12,7 +12,7 @@ struct Counters {
   std::atomic<uint64_t> compiles{0};      // kernel variants compiled
   std::atomic<uint64_t> host_entries{0};  // times the runtime called into the host language
   std::atomic<uint64_t> map_lookups{0};   // inline-cache misses served by the hash map
-  std::atomic<uint64_t> plan_scans{0};    // plan selections the op's last selected plan did not serve
+  std::atomic<uint64_t> plan_scans{0};    // calls served by a plan other than the first one tried (PlanSet)
   std::atomic<uint64_t> tensor_map_encodes{0};  // TMA descriptors encoded (tensor-map cache misses)
 };
 

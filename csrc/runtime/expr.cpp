@@ -102,6 +102,57 @@ int64_t Expr::max_slot_read() const {
   return slot;
 }
 
+namespace {
+
+// The complement of a comparison (a < b is false exactly when a >= b holds), or Count_ for any other op.
+ExprOp complement(ExprOp op) {
+  switch (op) {
+    case ExprOp::Lt: return ExprOp::Ge;
+    case ExprOp::Ge: return ExprOp::Lt;
+    case ExprOp::Le: return ExprOp::Gt;
+    case ExprOp::Gt: return ExprOp::Le;
+    case ExprOp::Eq: return ExprOp::Ne;
+    case ExprOp::Ne: return ExprOp::Eq;
+    default: return ExprOp::Count_;
+  }
+}
+
+}  // namespace
+
+std::vector<size_t> Expr::operation_starts() const {
+  std::vector<size_t> starts;
+  for (size_t pc = 0; pc < code.size(); pc += 1 + size_t(operands_at(pc))) starts.push_back(pc);
+  return starts;
+}
+
+bool Expr::contradicts(const Expr& other) const {
+  const std::vector<size_t> mine = operation_starts(), theirs = other.operation_starts();
+  if (mine.empty() || theirs.empty()) return false;
+  auto same_prefix = [&](size_t n) {
+    return n <= code.size() && n <= other.code.size() && std::equal(code.begin(), code.begin() + n, other.code.begin());
+  };
+  // g and `g` Not (either way round).
+  const auto negation_of = [](const Expr& e, const std::vector<size_t>& starts, const Expr& g) {
+    return e.code.size() == g.code.size() + 1 && starts.back() == g.code.size() &&
+           ExprOp(e.code.back()) == ExprOp::Not && std::equal(g.code.begin(), g.code.end(), e.code.begin());
+  };
+  if (negation_of(other, theirs, *this) || negation_of(*this, mine, other)) return true;
+  const ExprOp last = ExprOp(code[mine.back()]), their_last = ExprOp(other.code[theirs.back()]);
+  // The same operands under complementary comparisons.
+  if (code.size() == other.code.size() && mine.back() == code.size() - 1 && theirs.back() == mine.back() &&
+      complement(last) != ExprOp::Count_ && complement(last) == their_last && same_prefix(code.size() - 1)) {
+    return true;
+  }
+  // e == a and e == b, a != b: the last two operations are [Const v] [Eq] in both.
+  if (mine.size() >= 2 && theirs.size() >= 2 && last == ExprOp::Eq && their_last == ExprOp::Eq &&
+      code.size() == other.code.size()) {
+    const size_t c = mine[mine.size() - 2];
+    return theirs[theirs.size() - 2] == c && ExprOp(code[c]) == ExprOp::Const &&
+           ExprOp(other.code[c]) == ExprOp::Const && code[c + 1] != other.code[c + 1] && same_prefix(c);
+  }
+  return false;
+}
+
 bool Expr::reads_argument(ExprOp op) {
   switch (op) {
     case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::StrEq: case ExprOp::FloatBits: case ExprOp::ListLen:

@@ -76,9 +76,16 @@ struct Expr {
   int64_t evaluate(const EvalContext& ctx) const;
   // The largest tensor slot the expression reads (Size, Stride, Numel, DataPtr), or -1; it must be valid.
   int64_t max_slot_read() const;
+  // Whether no call can make both this and `other` non-zero, as their code
+  // alone shows: one is the other followed by Not; both compare the same two
+  // operands, one with a comparison and the other with its complement (< and
+  // >=, == and !=...); or both are `e == constant` for one e and different
+  // constants. Both must be valid. False means "not shown", not "overlap".
+  bool contradicts(const Expr& other) const;
 
  private:
   int64_t operands_at(size_t pc) const;
+  std::vector<size_t> operation_starts() const;  // where each operation starts; valid code
   static bool reads_argument(ExprOp op);
 };
 

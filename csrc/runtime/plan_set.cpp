@@ -50,19 +50,34 @@ std::string plan_mismatch(const LaunchPlan& plan, const CallArgs& args) {
   return why;
 }
 
+bool plans_disjoint(const LaunchPlan& a, const LaunchPlan& b) {
+  if (a.num_list_tensors != b.num_list_tensors) return true;
+  for (const TensorGuard& g : a.tensor_guards) {
+    for (const TensorGuard& h : b.tensor_guards) {
+      if (g.arg == h.arg && (g.dtype != h.dtype || g.ndim != h.ndim)) return true;
+    }
+  }
+  for (const Expr& g : a.guards) {
+    for (const Expr& h : b.guards) {
+      if (g.contradicts(h)) return true;
+    }
+  }
+  return false;
+}
+
 const LaunchPlan* PlanSet::select(const CallArgs& args) const {
   const int n = count_.load(std::memory_order_acquire);
-  const int last = last_selected_.load(std::memory_order_relaxed);
-  if (last < n) {
-    const LaunchPlan* p = plans_[size_t(last)].load(std::memory_order_acquire);
-    if (plan_matches(*p, args)) return p;
+  const bool in_order = may_overlap_.load(std::memory_order_relaxed);  // acquired with count_
+  const int first = in_order ? 0 : last_selected_.load(std::memory_order_relaxed);
+  if (first < n && plan_matches(*plans_[size_t(first)].load(std::memory_order_acquire), args)) {
+    return plans_[size_t(first)].load(std::memory_order_acquire);
   }
-  counters().plan_scans.fetch_add(1, std::memory_order_relaxed);
   for (int i = 0; i < n; ++i) {
-    if (i == last) continue;
+    if (i == first) continue;
     const LaunchPlan* p = plans_[size_t(i)].load(std::memory_order_acquire);
     if (plan_matches(*p, args)) {
-      last_selected_.store(i, std::memory_order_relaxed);  // written only when the plan changes
+      counters().plan_scans.fetch_add(1, std::memory_order_relaxed);
+      if (!in_order) last_selected_.store(i, std::memory_order_relaxed);  // written only when the case changes
       return p;
     }
   }
@@ -77,6 +92,11 @@ const LaunchPlan* PlanSet::add(std::unique_ptr<LaunchPlan> plan) {
          "more than " + std::to_string(kMaxPlans) +
              " launch plans for one op: its body branches on sizes in too many ways");
   }
+  for (int i = 0; i < n && !may_overlap_.load(std::memory_order_relaxed); ++i) {
+    if (!plans_disjoint(*plans_[size_t(i)].load(std::memory_order_relaxed), *plan)) {
+      may_overlap_.store(true, std::memory_order_relaxed);  // published by count_'s release below
+    }
+  }
   const LaunchPlan* raw = plan.get();
   owned_.push_back(std::move(plan));
   plans_[n].store(raw, std::memory_order_release);
@@ -87,6 +107,7 @@ const LaunchPlan* PlanSet::add(std::unique_ptr<LaunchPlan> plan) {
 void PlanSet::clear() {
   std::lock_guard<std::mutex> lock(add_mutex_);
   count_.store(0, std::memory_order_release);
+  may_overlap_.store(false, std::memory_order_relaxed);  // the plans added next are checked again
 }
 
 }  // namespace torch_tile

@@ -1,10 +1,13 @@
 // The launch plans of one op. Selection is lock-free (plans are published
 // once and never change); adding a plan after a retrace takes a mutex.
-// The plans of one op are disjoint: each was traced for a call no earlier
-// plan served, and every branch the body took on a size or value is one of
-// its guards. So any matching plan is the plan; selection tries the last one
-// selected first (a monomorphic inline cache, as for variants), and an op
-// with many plans (dtypes, a bundle's shapes) costs one match per call.
+// While every two plans are disjoint as their guards show (plans_disjoint:
+// true of plans traced from one body, which differ in a dtype, a rank or a
+// branch taken), any matching plan is the plan, and selection tries the last
+// one selected first (a monomorphic inline cache, as for variants): an op
+// with many plans (dtypes, a bundle's shapes) costs one match per call while
+// its calls keep to one case. Once a plan is added that may overlap another
+// (e.g. plans of an older body installed over traced ones), selection keeps
+// the order plans were added in: the first that matches.
 #pragma once
 
 #include <array>
@@ -22,7 +25,7 @@ namespace torch_tile {
 
 class PlanSet {
  public:
-  // The plan whose guards hold for `args` (the last selected one first), or nullptr.
+  // The plan whose guards hold for `args` (see above for which one), or nullptr.
   const LaunchPlan* select(const CallArgs& args) const;
   // Publishes a plan; throws when the op has too many.
   const LaunchPlan* add(std::unique_ptr<LaunchPlan> plan);
@@ -38,13 +41,19 @@ class PlanSet {
  private:
   std::array<std::atomic<const LaunchPlan*>, kMaxPlans> plans_{};
   std::atomic<int> count_{0};
-  mutable std::atomic<int> last_selected_{0};  // an index; checked against count_
+  std::atomic<bool> may_overlap_{false};  // set before the plan that made it true is published
+  // An index, checked against count_; on its own cache line: it is written when an op's calls change case.
+  alignas(64) mutable std::atomic<int> last_selected_{0};
   std::mutex add_mutex_;
   std::mutex trace_mutex_;
   std::vector<std::unique_ptr<LaunchPlan>> owned_;
 };
 
 bool plan_matches(const LaunchPlan& plan, const CallArgs& args);
+// Whether no call can satisfy both plans, as their guards alone show: a tensor
+// argument's dtype or rank differs, their Tensor[] layouts differ, or a guard
+// of one contradicts a guard of the other (Expr::contradicts).
+bool plans_disjoint(const LaunchPlan& a, const LaunchPlan& b);
 // Why `plan` does not serve this call ("" if it does): its first failing
 // guard, for the message of a process that cannot trace.
 std::string plan_mismatch(const LaunchPlan& plan, const CallArgs& args);

@@ -9,6 +9,7 @@
 #include "../runtime/cuda_driver.h"
 #include "../runtime/error.h"
 #include "../runtime/inline_cache.h"
+#include "../runtime/plan_set.h"
 
 namespace py = pybind11;
 
@@ -137,6 +138,8 @@ void bind_runtime_probes(py::module_& m) {
   m.def("failed_load_modules", &failed_load_modules, py::arg("device"),
         "Against a fake driver, loads a kernel whose set-up after cuModuleLoadData fails: "
         "(modules loaded, modules unloaded, error).");
+  m.def("plans_disjoint", &plans_disjoint, py::arg("a"), py::arg("b"),
+        "Whether no call can satisfy both plans, as their guards alone show (the rule PlanSet uses).");
 }
 
 }  // namespace torch_tile

@@ -173,6 +173,11 @@ class CudaKernel {
   // The same, reading the source from a .cu file (now).
   static CudaKernel from_file(const std::string& path, std::string name, std::vector<std::string> options = {},
                               Specialization specialize = Specialization::None);
+  static CudaKernel from_file(const std::string& path, std::string name, std::vector<std::string> options,
+                              bool specialize) {
+    return from_file(path, std::move(name), std::move(options),
+                     specialize ? Specialization::Triton : Specialization::None);
+  }
   const std::string& name() const { return name_; }
   Specialization specialization() const { return specialize_; }
   // The kernel's runtime id (registered with the runtime by the constructor).
