@@ -128,29 +128,26 @@ std::vector<size_t> Expr::operation_starts() const {
 bool Expr::contradicts(const Expr& other) const {
   const std::vector<size_t> mine = operation_starts(), theirs = other.operation_starts();
   if (mine.empty() || theirs.empty()) return false;
-  auto same_prefix = [&](size_t n) {
-    return n <= code.size() && n <= other.code.size() && std::equal(code.begin(), code.begin() + n, other.code.begin());
-  };
-  // g and `g` Not (either way round).
+  // `g` and `g` Not (either way round): e's last operation, Not, starts where g ends.
   const auto negation_of = [](const Expr& e, const std::vector<size_t>& starts, const Expr& g) {
     return e.code.size() == g.code.size() + 1 && starts.back() == g.code.size() &&
            ExprOp(e.code.back()) == ExprOp::Not && std::equal(g.code.begin(), g.code.end(), e.code.begin());
   };
   if (negation_of(other, theirs, *this) || negation_of(*this, mine, other)) return true;
+  // The other rules compare codes of one length whose last operations start at one place.
+  if (code.size() != other.code.size() || mine.back() != theirs.back()) return false;
   const ExprOp last = ExprOp(code[mine.back()]), their_last = ExprOp(other.code[theirs.back()]);
-  // The same operands under complementary comparisons.
-  if (code.size() == other.code.size() && mine.back() == code.size() - 1 && theirs.back() == mine.back() &&
-      complement(last) != ExprOp::Count_ && complement(last) == their_last && same_prefix(code.size() - 1)) {
+  // The same operands under complementary comparisons (a comparison has no operand: it is the last element).
+  if (complement(last) != ExprOp::Count_ && complement(last) == their_last &&
+      std::equal(code.begin(), code.end() - 1, other.code.begin())) {
     return true;
   }
   // e == a and e == b, a != b: the last two operations are [Const v] [Eq] in both.
-  if (mine.size() >= 2 && theirs.size() >= 2 && last == ExprOp::Eq && their_last == ExprOp::Eq &&
-      code.size() == other.code.size()) {
-    const size_t c = mine[mine.size() - 2];
-    return theirs[theirs.size() - 2] == c && ExprOp(code[c]) == ExprOp::Const &&
-           ExprOp(other.code[c]) == ExprOp::Const && code[c + 1] != other.code[c + 1] && same_prefix(c);
-  }
-  return false;
+  if (last != ExprOp::Eq || their_last != ExprOp::Eq || mine.size() < 2 || theirs.size() < 2) return false;
+  const size_t c = mine[mine.size() - 2];
+  return theirs[theirs.size() - 2] == c && ExprOp(code[c]) == ExprOp::Const &&
+         ExprOp(other.code[c]) == ExprOp::Const && code[c + 1] != other.code[c + 1] &&
+         std::equal(code.begin(), code.begin() + std::ptrdiff_t(c), other.code.begin());
 }
 
 bool Expr::reads_argument(ExprOp op) {

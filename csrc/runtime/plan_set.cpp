@@ -69,8 +69,9 @@ const LaunchPlan* PlanSet::select(const CallArgs& args) const {
   const int n = count_.load(std::memory_order_acquire);
   const bool in_order = may_overlap_.load(std::memory_order_relaxed);  // acquired with count_
   const int first = in_order ? 0 : last_selected_.load(std::memory_order_relaxed);
-  if (first < n && plan_matches(*plans_[size_t(first)].load(std::memory_order_acquire), args)) {
-    return plans_[size_t(first)].load(std::memory_order_acquire);
+  if (first < n) {
+    const LaunchPlan* p = plans_[size_t(first)].load(std::memory_order_acquire);
+    if (plan_matches(*p, args)) return p;
   }
   for (int i = 0; i < n; ++i) {
     if (i == first) continue;
