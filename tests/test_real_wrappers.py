@@ -34,7 +34,8 @@ from torch_tile._launch_mode import launch_mode  # noqa: E402
 from torch_tile.frontends.triton.interpret import InterpretLaunches  # noqa: E402
 
 from conftest import requires_cuda  # noqa: E402
-from liger_corpus import ENTRIES, assert_matches, outputs  # noqa: E402
+from liger_corpus import ENTRIES  # noqa: E402
+from wrapper_corpus import assert_matches, outputs  # noqa: E402
 
 
 def _id(entry) -> str:

@@ -1,0 +1,141 @@
+"""The framework of the real-wrapper corpora (tests/corpus_*.py): an entry is one
+torch_tile op whose body calls a public library's host wrapper unchanged, with
+seeded cases and an independent torch reference; tests/test_real_wrappers.py
+compares the op, the library's own call and the reference."""
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Tuple
+
+import torch
+
+import torch_tile
+
+Tensor = torch.Tensor
+f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
+
+# Tolerances against the fp32 torch reference, by the case's input dtype (scaled per entry).
+TOL = {f32: (1e-4, 1e-4), f16: (1e-2, 1e-2), bf16: (6e-2, 2e-2)}
+
+
+# -- the data -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input set. ``make(device)`` builds the op's arguments afresh (several
+    wrappers write into their inputs), from a fixed seed."""
+
+    id: str
+    make: Callable[[torch.device], tuple]
+    dtype: torch.dtype = f32  # the main input's dtype: picks the tolerance
+    gpu_only: str = ""  # why this case cannot run on the CPU path ("" if it can)
+    refused: Optional["Refusal"] = None  # torch_tile refuses this case (overrides the entry's)
+    refused_because: str = ""  # one line: why refusing it is right
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """How torch_tile refuses an op: the error and a regex on its message that names the mechanism."""
+
+    error: type
+    match: str
+
+
+@dataclass
+class Entry:
+    name: str  # the op is torch.ops.<namespace>.<name>
+    wrapper: str  # what the body calls, for reports
+    body: Callable  # the op body: the wrapper called as the library calls it
+    reference: Optional[Callable]  # independent torch implementation: the body's outputs, from the same arguments
+    cases: Sequence[Case]
+    namespace: str = "liger"
+    mutates_args: Tuple[str, ...] = ()
+    tol_scale: float = 1.0
+    cpu_skip: str = ""  # why the CPU path (Triton's interpreter) cannot run this entry at all
+    exact: bool = True  # on CUDA the op's outputs equal the library's bit for bit (same kernels, same variants)
+    check: Optional[Callable] = None  # for outputs without a deterministic reference: check(outputs, args)
+    notes: str = ""  # what in the wrapper a tracer has to handle
+    refused: Optional[Refusal] = None  # torch_tile refuses every case of this op (None: expected to work)
+    refused_because: str = ""  # one line: why refusing it is right
+    trace_needs_gpu: str = ""  # why even tracing the body needs a GPU ("" if it does not)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self):
+        for where, r, because in [(self.name, self.refused, self.refused_because)] + [
+                (f"{self.name}[{c.id}]", c.refused, c.refused_because) for c in self.cases]:
+            assert (r is None) == (not because), f"{where}: refused and refused_because go together"
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.namespace}::{self.name}"
+
+    def refusal(self, case: Case) -> Optional[Tuple[Refusal, str]]:
+        """The refusal expected for this case (the case's own, else the entry's), with its reason; None if the
+        op is expected to work."""
+        if case.refused is not None:
+            return case.refused, case.refused_because
+        if self.refused is not None:
+            return self.refused, self.refused_because
+        return None
+
+    def op(self):
+        """The registered torch_tile op (registered on first use; a definition
+        that torch_tile refuses raises here, every time)."""
+        with self._lock:
+            if self.qualname not in _REGISTERED:
+                try:
+                    _REGISTERED[self.qualname] = torch_tile.op(self.qualname, self.body,
+                                                               mutates_args=self.mutates_args)
+                except Exception as e:  # noqa: BLE001 - kept and re-raised: one entry's failure is its own
+                    _REGISTERED[self.qualname] = e
+        result = _REGISTERED[self.qualname]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+_REGISTERED: dict = {}
+
+
+def outputs(result) -> tuple:
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
+def assert_matches(actual, expected, case: Case, entry: Entry, what: str) -> None:
+    """Same number of outputs, dtypes, shapes; values within the case's tolerance."""
+    actual, expected = outputs(actual), outputs(expected)
+    assert len(actual) == len(expected), f"{what}: {len(actual)} outputs, expected {len(expected)}"
+    atol, rtol = (entry.tol_scale * t for t in TOL.get(case.dtype, (0.0, 0.0)))
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        assert a.dtype == e.dtype, f"{what}: output {i} has dtype {a.dtype}, expected {e.dtype}"
+        assert a.shape == e.shape, f"{what}: output {i} has shape {tuple(a.shape)}, expected {tuple(e.shape)}"
+        if not a.dtype.is_floating_point:
+            assert torch.equal(a, e), f"{what}: output {i} differs"
+        else:
+            torch.testing.assert_close(a.float(), e.float(), atol=atol, rtol=rtol, msg=lambda m: f"{what}: {m}")
+
+
+# -- inputs ---------------------------------------------------------------------------------------------
+
+
+class Inputs:
+    """Seeded random tensors on one device (drawn on CPU, so every device sees the same values)."""
+
+    def __init__(self, device, seed: int = 0):
+        self.device = torch.device(device)
+        self.g = torch.Generator().manual_seed(seed)
+
+    def randn(self, *shape, dtype=f32, scale=1.0):
+        return (torch.randn(*shape, generator=self.g) * scale).to(dtype=dtype, device=self.device)
+
+    def rand(self, *shape, dtype=f32):
+        return torch.rand(*shape, generator=self.g).to(dtype=dtype, device=self.device)
+
+    def randint(self, high, *shape, dtype=torch.int64):
+        return torch.randint(0, high, shape, generator=self.g).to(dtype=dtype, device=self.device)
+
+
+def strided(t: Tensor) -> Tensor:
+    """The same values in a non-contiguous layout (last two dimensions stored transposed)."""
+    return t.transpose(-1, -2).contiguous().transpose(-1, -2)
