@@ -30,9 +30,12 @@ def flag_copy(x: torch.Tensor, n: int, flag: bool) -> torch.Tensor:
     return out
 
 
-@tt.op("hardening::alloc")
-def alloc(x: torch.Tensor, rank: int, size: int) -> torch.Tensor:
+def _alloc(x: torch.Tensor, rank: int, size: int) -> torch.Tensor:
     return torch.zeros([size] * int(rank), device=x.device)
+
+
+alloc = tt.op("hardening::alloc", _alloc)
+alloc_strict = tt.op("hardening::alloc_strict", _alloc, fallback=False)
 
 
 @tt.op("hardening::copy_into", mutates_args=("out",))

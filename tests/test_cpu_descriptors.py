@@ -277,28 +277,32 @@ def test_tma_matmul_shape_errors_and_fake_tensors():
 
 
 def test_autotune_timing_runs_get_real_descriptors_with_each_configs_block_shapes(monkeypatch, tmp_path):
-    """The GPU timing path, minus the GPU: every config's timing run receives
-    real descriptors over the call's tensors, re-blocked by that config's
-    pre_hook, and a concrete grid; the trace then keeps the fastest config."""
+    """The GPU tuning path, minus the GPU: the autotuner's own run, whose every
+    benchmarked launch receives real descriptors over the call's tensors,
+    re-blocked by that config's pre_hook, and a concrete grid; the trace then
+    keeps the fastest config."""
     from torch_tile import _disk_cache
-    from torch_tile._launch_mode import LaunchMode, launch_mode
     from torch_tile._tracer import Tracer
     from torch_tile.frontends.triton import autotune
+    from torch_tile.frontends.triton.interpret import InterpretLaunches
 
     launches = []
 
-    class Record(LaunchMode):
-        def launch(self, kernel, grid, args, kwargs):
-            launches.append((grid, [copy.copy(a) for a in args], kwargs))  # pre_hooks re-block in place
+    def record(self, kernel, grid, args, kwargs):  # what reaches the GPU (here: the interpreter) while tuning
+        if callable(grid):  # evaluated as Triton's launcher does, on the bound arguments
+            grid = grid({**dict(zip(kernel.arg_names, args)), **kwargs})
+        launches.append((grid, [copy.copy(a) for a in args], kwargs))  # pre_hooks re-block in place
 
-    def time_ms(run):
-        with launch_mode(Record()):
-            run()
-        return float(len(launches))  # later configs look slower: the first one wins
+    def do_bench(kernel_call, quantiles=None):
+        kernel_call()
+        return [float(len(launches))] * 3  # later configs look slower: the first one wins
 
+    tuner = K.matmul_tma_kernel
     _disk_cache.configure(str(tmp_path / "cache"))
-    monkeypatch.setattr(Tracer, "_can_measure", lambda self: True)
-    monkeypatch.setattr(autotune, "_time_ms", time_ms)
+    monkeypatch.setattr(Tracer, "_can_tune", lambda self: True)
+    monkeypatch.setattr(InterpretLaunches, "launch", record)
+    monkeypatch.setitem(vars(tuner), "do_bench", do_bench)
+    monkeypatch.setattr(tuner, "cache", {})
     monkeypatch.setattr(autotune, "device_name", lambda device: "test device")
     try:
         a, b = torch.randn(256, 64).half(), torch.randn(64, 512).half()
@@ -306,9 +310,9 @@ def test_autotune_timing_runs_get_real_descriptors_with_each_configs_block_shape
     finally:
         _disk_cache.configure(None)
         autotune._chosen.clear()
-    configs = K.matmul_tma_kernel.configs
-    assert len(launches) == len(configs)
-    for (grid, args, kwargs), config in zip(launches, configs):
+    configs = tuner.configs
+    assert len(launches) == len(configs) + 1  # one timing run per config, then the chosen config's launch
+    for (grid, args, kwargs), config in zip(launches, configs + configs[:1]):
         bm, bn, bk = (config.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
         a_desc, b_desc, c_desc = args[:3]
         assert all(isinstance(d, TensorDescriptor) for d in (a_desc, b_desc, c_desc))

@@ -12,7 +12,7 @@ import torch
 import torch_tile as tt
 from torch_tile import kernels  # noqa: F401  (registers tile::add, tile::add_)
 
-from hardening_ops import alloc, copy_both, copy_into, flag_copy, raw_add
+from hardening_ops import alloc, alloc_strict, copy_both, copy_into, flag_copy, raw_add
 
 
 # -- partially overlapping in-place arguments ------------------------------------------------------------
@@ -131,13 +131,20 @@ def test_output_rank_above_the_limit_names_the_op():
     x = torch.randn(2)
     assert alloc(x, 2, 3).shape == (3, 3)
     rank = tt._C.MAX_SHAPE_RANK + 1
-    with pytest.raises(tt.TraceError, match=rf"hardening::alloc: .*allocation of rank {rank}; at most"):
-        alloc(x, rank, 1)
+    with pytest.raises(tt.TraceError, match=rf"hardening::alloc_strict: .*allocation of rank {rank}; at most"):
+        alloc_strict(x, rank, 1)
+    with pytest.warns(RuntimeWarning, match=rf"hardening::alloc: calls like this one run the op body in Python .*"
+                                            rf"allocation of rank {rank}; at most"):
+        out = alloc(x, rank, 1)  # no plan holds it: the body runs as it would without torch_tile
+    assert torch.equal(out, torch.zeros([1] * rank))
 
 
 def test_allocation_size_overflow_names_the_op():
-    with pytest.raises(tt.TraceError, match=r"hardening::alloc: .*would need more than 2\^63 bytes"):
+    with pytest.raises(tt.TraceError, match=r"hardening::alloc_strict: .*would need more than 2\^63 bytes"):
+        alloc_strict(torch.randn(2), 2, 2**40)
+    with pytest.raises(RuntimeError) as info:  # run in Python, the body fails as it would without torch_tile
         alloc(torch.randn(2), 2, 2**40)
+    assert "in the body of torch_tile op hardening::alloc" in "".join(getattr(info.value, "__notes__", []))
 
 
 def test_the_process_keeps_working_after_refusals():
@@ -169,4 +176,6 @@ def compare_tensors(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def test_comparing_tensors_in_a_body_is_refused_not_a_python_bool():
     with pytest.raises(tt.TraceError, match=r"hardening::compare_tensors: .*test_cpu_hardening.py:\d+: `bool\(ne\d+\)` "
                                             r"reads the tensor's data"):
-        compare_tensors(torch.randn(4), torch.randn(4))
+        compare_tensors.trace(torch.randn(4), torch.randn(4))
+    with pytest.raises(RuntimeError, match="Boolean value of Tensor with more than one value is ambiguous"):
+        compare_tensors(torch.randn(4), torch.randn(4))  # run in Python (a fallback), as torch would run it

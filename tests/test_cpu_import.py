@@ -53,7 +53,8 @@ def test_fresh_import_without_gpu():
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240,
                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert result.returncode == 0, result.stderr
-    assert "['compiles', 'host_entries', 'map_lookups', 'plan_scans', 'tensor_map_encodes', 'traces']" in result.stdout
+    assert ("['compiles', 'fallback_calls', 'host_entries', 'map_lookups', 'plan_scans', 'tensor_map_encodes', "
+            "'traces']") in result.stdout
 
 
 def test_public_api():
@@ -62,7 +63,8 @@ def test_public_api():
     assert issubclass(tt.TraceError, RuntimeError)
     assert isinstance(tt.__version__, str)
     counters = tt.runtime_counters()
-    assert set(counters) == {"traces", "compiles", "host_entries", "map_lookups", "plan_scans", "tensor_map_encodes"}
+    assert set(counters) == {"traces", "compiles", "host_entries", "map_lookups", "plan_scans", "tensor_map_encodes",
+                             "fallback_calls"}
     assert all(isinstance(v, int) for v in counters.values())
 
 

@@ -43,14 +43,14 @@ def axpy_(x: torch.Tensor, y: torch.Tensor) -> None:
 def test_first_call_times_configs_and_the_write_happens_once():
     x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
     want = x + 2 * y
-    before = autotune.benchmarks_run
+    before = autotune.tunings_run
     axpy_(x, y)  # timing runs work on clones: x is written once
     torch.testing.assert_close(x, want)
-    assert autotune.benchmarks_run == before + 1
+    assert autotune.tunings_run == before + 1
     traces = tt.runtime_counters()["traces"]
     axpy_(x, y)
     torch.testing.assert_close(x, want + 2 * y)
-    assert autotune.benchmarks_run == before + 1 and tt.runtime_counters()["traces"] == traces
+    assert autotune.tunings_run == before + 1 and tt.runtime_counters()["traces"] == traces
 
 
 FRESH = textwrap.dedent("""
@@ -60,7 +60,7 @@ FRESH = textwrap.dedent("""
     x, y = torch.randn(1 << 18, device="cuda"), torch.randn(1 << 18, device="cuda")
     want = x + 2 * y
     t.axpy_(x, y)
-    print(json.dumps({"ok": bool(torch.allclose(x, want)), "benchmarks": autotune.benchmarks_run}))
+    print(json.dumps({"ok": bool(torch.allclose(x, want)), "benchmarks": autotune.tunings_run}))
 """)
 
 

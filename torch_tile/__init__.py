@@ -12,7 +12,8 @@ import os
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from . import _C, frontends
-from ._errors import TraceError
+from ._errors import CallError, OpDefinitionError, TraceError
+from ._explain import explain
 from ._expr import SymbolicInt, sym_max, sym_min
 from ._op import TileOp, op
 from ._stand_ins import TensorProxy
@@ -37,7 +38,9 @@ def runtime_counters() -> dict:
     that need a gradient), ``map_lookups`` (inline-cache misses),
     ``plan_scans`` (calls served by a plan other than the first one
     tried: the op's last selected plan, or its first plan while its plans may
-    overlap), ``tensor_map_encodes`` (TMA descriptors encoded: descriptor-cache misses)."""
+    overlap), ``tensor_map_encodes`` (TMA descriptors encoded: descriptor-cache misses),
+    ``fallback_calls`` (calls that ran their op body in Python because no launch plan can hold what it does
+    there: see ``torch_tile.explain``)."""
     return dict(_C.counters())
 
 
@@ -46,6 +49,9 @@ __all__ = [
     "TileOp",
     "CudaKernel",
     "TraceError",
+    "OpDefinitionError",
+    "CallError",
+    "explain",
     "TensorProxy",
     "SymbolicInt",
     "sym_min",

@@ -62,6 +62,9 @@ class GuardSink:
     def note_arithmetic(self) -> None:
         """Called on every symbolic operation (see the tracer's parse-guard logic)."""
 
+    def track(self, stand_in) -> None:
+        """Called for every stand-in made (the tracer settles the ones its body kept: _escapes.py)."""
+
     def error(self, message: str, overflow: bool = False) -> Exception:
         """The exception to raise for a problem in the body (names op and line);
         with ``overflow`` it is also an OverflowError."""
@@ -71,7 +74,7 @@ class GuardSink:
 class SymbolicInt:
     """An int64 expression with the concrete value of the call being traced."""
 
-    __slots__ = ("code", "text", "value", "sink", "is_bool")
+    __slots__ = ("code", "text", "value", "sink", "is_bool", "__weakref__")
 
     def __init__(self, code: tuple[int, ...], text: str, value: int, sink: GuardSink, is_bool: bool = False):
         if not (INT64_MIN <= value <= INT64_MAX):
@@ -81,6 +84,7 @@ class SymbolicInt:
         self.value = value
         self.sink = sink
         self.is_bool = is_bool
+        sink.track(self)
 
     # -- construction -------------------------------------------------------
     def _lift(self, other) -> Optional["SymbolicInt"]:

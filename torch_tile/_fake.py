@@ -101,6 +101,9 @@ def fake_call(op: "TileOp", args: tuple):
             return op.call_body(args)
     device = next((a.device for a in _flat(args) if isinstance(a, torch.Tensor)), None)
     plan = op.shape_plan(tuple(_hinted(a) for a in args), device)
+    if plan.fallback:  # the body runs per call: on fake tensors here, launches skipped, as for triton_op
+        with launch_mode(SkipLaunches()):
+            return op.call_body(args)
     scalars = _scalars(args)
     # Slots: inputs by argument index, the items of Tensor[] arguments, then the tensors the plan makes.
     tensors = [*args, *(t for a, k in zip(args, op.arg_kinds) if k == ArgKind.TENSOR_LIST for t in a)]

@@ -15,6 +15,7 @@ import sys
 import threading
 from typing import Any, Iterator, Optional
 
+from torch._library.triton import set_wrap_triton_enabled
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
@@ -59,6 +60,19 @@ class WarmedUpKernel:
         return getattr(self._compiled, name)
 
 
+class TuningLaunches(LaunchMode):
+    """An autotuner run on real arguments to learn its choice: autotuners (a library's subclasses too) run as
+    Triton runs them, and the kernel launches they make go to ``leaves`` (None: the GPU, by Triton's launcher)."""
+
+    def __init__(self, leaves: Optional[LaunchMode] = None):
+        self.leaves = leaves
+
+    def launch(self, kernel, grid, args, kwargs):
+        if isinstance(kernel, Autotuner) or self.leaves is None:
+            return run_unrouted(kernel, grid, args, kwargs)
+        return self.leaves.launch(kernel, grid, args, kwargs)
+
+
 class SkipLaunches(LaunchMode):
     """Fake/meta execution: shapes only, no kernel runs."""
 
@@ -95,6 +109,13 @@ def _router(cls):
 
 
 _routed_runs = {cls: _router(cls) for cls in _original_runs}
+
+
+def run_unrouted(kernel: JITFunction | Autotuner, grid: Any, args: tuple, kwargs: dict) -> Any:
+    """``kernel[grid](*args, **kwargs)`` as Triton runs it, whatever this thread's mode."""
+    cls = JITFunction if isinstance(kernel, JITFunction) else Autotuner
+    with code_generation() if cls is JITFunction else contextlib.nullcontext():
+        return _original_runs[cls](kernel, *args, grid=grid, warmup=False, **kwargs)
 _cutile_original: Optional[Any] = None  # cuda.tile.launch while bodies run, if cuda.tile is imported
 
 
@@ -122,7 +143,9 @@ def _route_cutile(on: bool) -> None:
 
 @contextlib.contextmanager
 def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
-    """Routes this thread's Triton launches (and cuTile's ``ct.launch``) to ``mode`` for the duration."""
+    """Routes this thread's Triton launches (and cuTile's ``ct.launch``) to ``mode`` for the duration.
+    Launches written for ``torch.library.triton_op`` (``wrap_triton(kernel)[grid](...)``) are plain launches
+    here, as in triton_op's own eager path."""
     global _patch_depth
     with _patch_lock:
         if _patch_depth == 0:
@@ -133,7 +156,8 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
     previous = getattr(_local, "mode", None)
     _local.mode = mode
     try:
-        yield mode
+        with set_wrap_triton_enabled(False):
+            yield mode
     finally:
         _local.mode = previous
         with _patch_lock:
@@ -152,10 +176,12 @@ def current_mode() -> Optional[LaunchMode]:
 
 @contextlib.contextmanager
 def direct_launches() -> Iterator[None]:
-    """Launches made inside run on the GPU as usual (autotuning's timing runs during a trace)."""
+    """Launches made inside run on the GPU as usual, by their own launchers (autotuning's timing runs during a
+    trace; a body run per call where its plan is a fallback, ``wrap_triton`` launches included)."""
     previous = getattr(_local, "mode", None)
     _local.mode = None
     try:
-        yield
+        with set_wrap_triton_enabled(False):
+            yield
     finally:
         _local.mode = previous

@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 import triton
 
-from . import _C, _disk_cache, _plan
+from . import _C, _disk_cache, _fallback, _plan
 from ._backward import SavedLayout, gradient_body
 from ._errors import TraceError
 from ._fake import fake_call
@@ -53,12 +53,14 @@ class TileOp:
     """
 
     def __init__(self, qualname: str, fn: Callable, mutates_args: Union[str, Iterable[str]] = (),
-                 schema: Optional[str] = None, gradient_of: Optional["TileOp"] = None):
+                 schema: Optional[str] = None, gradient_of: Optional["TileOp"] = None, fallback: bool = True):
         if "::" not in qualname:
             raise ValueError(f"torch_tile.op: name must be 'namespace::name', got {qualname!r}")
         self.qualname = qualname
         self.namespace, self.name = qualname.split("::", 1)
         self.fn = fn
+        # Whether calls whose body no plan can hold run the body itself (_fallback.py); a gradient op's never do.
+        self.fallback = fallback and gradient_of is None
         if schema is None:
             schema = torch.library.infer_schema(fn, mutates_args=mutates_args)
         self.schema = schema
@@ -96,8 +98,8 @@ class TileOp:
         self._lib.impl(self.name, self._interpret, "CPU")
         # A gradient op (see _backward.py) is the traced backward of `gradient_of`.
         self.gradient_of = gradient_of
-        _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, "CUDA",
-                       gradient_op=gradient_of is not None)
+        _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, self._fallback_call,
+                       "CUDA", gradient_op=gradient_of is not None)
         if gradient_of is not None:
             _C.register_gradient_op(qualname, self.fn)
         # Calls needing no gradient stay in C++; the others run this Function.
@@ -107,6 +109,9 @@ class TileOp:
         self._gradient_ops: dict[SavedLayout, TileOp] = {}  # by the layout of what the forward keeps
         self._gradient_count = 0
         self._written: dict[int, Optional[frozenset]] = {}  # launch config id -> parameters written
+        # Whether the body calls an autograd.Function (None: no trace has run yet); see differentiates_itself.
+        self.body_calls_function: Optional[bool] = None
+        self.fallback_calls: dict[str, int] = {}  # why a fallback plan ran the body -> how many calls (explain)
         # Python calls skip torch.ops' generic argument parsing (see csrc/python/fast_caller.h).
         packet = getattr(getattr(torch.ops, self.namespace), self.name)
         packet._op = _C.fast_caller(qualname, packet._op)
@@ -217,16 +222,20 @@ class TileOp:
         """The launch plan for these arguments (what the C++ runtime receives;
         see ``torch_tile._plan``); ``device`` overrides the device the body sees
         (default: the tensors'). Arguments as for calling the op (defaults
-        filled in, keyword-only ones by name)."""
-        return Tracer(self, self._arguments(args, kwargs), device).run()
+        filled in, keyword-only ones by name). Where the body does what no plan
+        holds, the TraceError that says why (a call with these arguments runs
+        the body instead: see ``fallback`` in :func:`torch_tile.op`)."""
+        return self._traced(Tracer(self, self._arguments(args, kwargs), device), fall_back=False)
 
     def shape_plan(self, args: tuple, device: torch.device) -> _C.LaunchPlan:
         """The plan for arguments in schema order, traced for its shapes only
-        (the fake implementation's: no BackwardSpec, so no gradient op is made)."""
-        return Tracer(self, args, device, backward=False).run()
+        (the fake implementation's: no BackwardSpec, so no gradient op is made);
+        a fallback plan where the body cannot be one."""
+        return self._traced(Tracer(self, args, device, backward=False))
 
     def plans(self) -> list:
-        """Copies of the launch plans the native path has (one per traced case)."""
+        """Copies of the launch plans the native path has (one per traced case; a fallback plan's ``fallback``
+        says why its calls run the body in Python)."""
         return _C.plans_of(self.qualname)
 
     def export_plans(self, plans: Optional[list] = None) -> bytes:
@@ -261,11 +270,50 @@ class TileOp:
     # carries a dtype as its ScalarType code.
     def _trace(self, args: tuple) -> _C.LaunchPlan:
         try:
-            return Tracer(self, tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))).run()
+            return self._traced(Tracer(self, self._values(args)))
         except TraceError as e:
             if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on
                 _C.run_gradient_op_eagerly(self.qualname, str(e))
             raise
+
+    def _traced(self, tracer: Tracer, fall_back: bool = True) -> _C.LaunchPlan:
+        """``tracer``'s plan; where the body does what no plan holds, a fallback plan (if ``fall_back`` and the op
+        allows it)."""
+        try:
+            plan = tracer.run()
+        except Exception as e:
+            if not (fall_back and _fallback.may_fall_back(self, e)):
+                raise
+            plan = tracer.fallback_plan(_fallback.reason(self, e))
+        finally:
+            tracer.release()
+        if self.body_calls_function is None:
+            self.body_calls_function = False  # a trace that saw a Function.apply set it
+        return plan
+
+    def differentiates_itself(self, args: tuple) -> bool:
+        """Whether calls that need a gradient run the body under autograd: an op with no registered backward whose
+        body calls an autograd.Function gets that Function's own backward (learned from a trace of ``args``, the
+        dispatcher's arguments, if none has run)."""
+        if self.backward_fn is not None:
+            return False
+        if self.body_calls_function is None:
+            self._traced(Tracer(self, self._values(args), backward=False))  # learns it; the plan is not kept
+        return bool(self.body_calls_function)
+
+    def _values(self, args: tuple) -> tuple:
+        """Arguments from the dispatcher's stack as the body sees them."""
+        return tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))
+
+    # Called by C++ (GIL held) for calls a fallback plan selects.
+    def _fallback_call(self, args: tuple, reason: str) -> object:
+        result = _fallback.run_body(self, self._values(args))
+        self._fell_back(reason)  # after the body ran: its own errors are not a fallback's
+        return result
+
+    def _fell_back(self, reason: str) -> None:
+        self.fallback_calls[reason] = self.fallback_calls.get(reason, 0) + 1
+        _fallback.warn_once(self, reason)
 
     def _fake(self, *args, **kwargs):
         return fake_call(self, self._arguments(args, kwargs))
@@ -275,9 +323,13 @@ class TileOp:
         # path cannot take fails here with the same TraceError (the tracer
         # checks the arguments as the CUDA kernel does).
         args = self._arguments(args, kwargs)
-        Tracer(self, args, backward=False).run()
-        with launch_mode(InterpretLaunches()):
-            return self.call_body(args)
+        plan = self._traced(Tracer(self, args, backward=False))
+        with launch_mode(InterpretLaunches()), _fallback.naming_the_op(self, "run by Triton's interpreter on CPU"):
+            result = self.call_body(args)
+        if plan.fallback:
+            _C.count_fallback_call()
+            self._fell_back(plan.fallback)
+        return result
 
 
 def _python_value(value, kind) -> object:
@@ -335,7 +387,7 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
     if lists:
         apply = _refusing_list_gradients(op, lists, apply)
     if not mutated:
-        return apply
+        return apply if backward is not None else _differentiating_through_the_body(op, apply)
     num_outs = op.num_returns
 
     def apply_and_drop_written(*args):
@@ -345,6 +397,18 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
         return result[0] if num_outs == 1 else result[:num_outs]
 
     return apply_and_drop_written
+
+
+def _differentiating_through_the_body(op: TileOp, apply: Callable) -> Callable:
+    """For an op with no registered backward: a call that needs a gradient runs the body under autograd where
+    the body differentiates itself (an autograd.Function in it records its own backward, as when the library is
+    called directly); any other runs ``apply``, whose backward says the op has none."""
+    def call(*args):
+        if op.differentiates_itself(args):
+            return _fallback.run_body(op, op._values(args))
+        return apply(*args)
+
+    return call
 
 
 def _refusing_gradients_of_list_returns(op: TileOp) -> Callable:
@@ -394,7 +458,7 @@ def _fast_apply(function: type) -> Callable:
 
 
 def op(qualname: str, fn: Optional[Callable] = None, *, mutates_args: Union[str, Iterable[str]] = (),
-       schema: Optional[str] = None):
+       schema: Optional[str] = None, fallback: bool = True):
     """Registers a tile op, in the style of ``torch.library.triton_op``.
 
     ``fn`` is written as for ``torch.library.triton_op``: it allocates outputs
@@ -409,10 +473,14 @@ def op(qualname: str, fn: Optional[Callable] = None, *, mutates_args: Union[str,
             ``torch.library.custom_op``).
         schema: explicit schema string such as ``"(Tensor x, int n) -> Tensor"``;
             inferred from type hints when omitted.
+        fallback: where the body does what no launch plan can hold, the
+            calls concerned run the body in Python, warned once and counted
+            (``runtime_counters()["fallback_calls"]``), as a torch.compile
+            graph break; ``False`` raises the ``TraceError`` instead.
 
     Returns:
         a :class:`TileOp` (or a decorator producing one).
     """
     if fn is None:
-        return lambda f: TileOp(qualname, f, mutates_args, schema)
-    return TileOp(qualname, fn, mutates_args, schema)
+        return lambda f: TileOp(qualname, f, mutates_args, schema, fallback=fallback)
+    return TileOp(qualname, fn, mutates_args, schema, fallback=fallback)

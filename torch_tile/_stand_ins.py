@@ -21,10 +21,11 @@ class SymbolicFloat:
     its value and guards on it, as Dynamo does with a specialised float: the
     plan then holds for calls with that same value."""
 
-    __slots__ = ("arg", "name", "value", "tracer")
+    __slots__ = ("arg", "name", "value", "tracer", "__weakref__")
 
     def __init__(self, arg: int, name: str, value: float, tracer: Any):
         self.arg, self.name, self.value, self.tracer = arg, name, value, tracer
+        tracer.track(self)
 
     def specialize(self) -> float:
         bits = struct.unpack("<q", struct.pack("<d", self.value))[0]
@@ -157,6 +158,7 @@ class TensorProxy:
         self._slot = slot
         self._name = name
         self._meta = meta
+        tracer.track(self)
         # Symbolic sizes and strides of a tensor the body made (expressions
         # over the arguments); None: read the slot itself.
         self._sizes = sizes

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
@@ -20,18 +21,20 @@ from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from triton.runtime.autotuner import Autotuner
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import _C, _aten_record, _descriptors, _expr, _plan, _stand_ins, _symbolic_shapes
+from . import _C, _aten_record, _descriptors, _escapes, _expr, _plan, _stand_ins, _symbolic_shapes
 from ._aten_record import AtenRecorder
 from ._backward import native_spec
 from ._call_arguments import KERNEL_DTYPES, check_call_arguments
-from ._errors import TraceError, TraceOverflowError
+from ._errors import OpDefinitionError, TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
-from ._launch_mode import LaunchMode, WarmedUpKernel, direct_launches, launch_mode
+from ._inlined_calls import inlined_calls
+from ._launch_mode import LaunchMode, TuningLaunches, WarmedUpKernel, launch_mode
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
     is_non_overlapping_and_dense
 from ._trace_state import body_location, outside_trace, tracing
 from .frontends import cuda, cutile
 from .frontends.triton import autotune, tuples
+from .frontends.triton.interpret import InterpretLaunches
 from .frontends.triton.record import record_launch
 
 if TYPE_CHECKING:
@@ -145,6 +148,7 @@ class Tracer(GuardSink, LaunchMode):
         tensors that live elsewhere. ``backward``: trace the op's
         setup_context into the plan's BackwardSpec (only the native path uses it)."""
         self.op = op
+        self._made_stand_ins: list[weakref.ref] = []  # every stand-in of the trace (see release)
         self._with_backward = backward
         self.num_args = len(args)
         self.guards: dict[tuple[int, ...], str] = {}
@@ -242,6 +246,31 @@ class Tracer(GuardSink, LaunchMode):
     def note_arithmetic(self):
         self._parse_candidates.clear()
 
+    def track(self, stand_in) -> None:
+        self._made_stand_ins.append(weakref.ref(stand_in))
+
+    def release(self) -> None:
+        """Ends the trace: the tracer drops everything it holds (its stand-ins above all); the stand-ins the
+        body's code kept are then replaced where they are kept by the values they stood for (_escapes.py).
+        The tracer cannot be used afterwards."""
+        qualname, inputs, made = self.op.qualname, self._input_values, self._made_stand_ins
+        vars(self).clear()
+        survivors = [s for s in (ref() for ref in made) if s is not None]
+        if not survivors:
+            return
+
+        def value_of(stand_in):
+            if isinstance(stand_in, SymbolicInt):
+                return bool(stand_in.value) if stand_in.is_bool else stand_in.value
+            if isinstance(stand_in, SymbolicFloat):
+                return stand_in.value
+            is_input = stand_in._sizes is None and stand_in._slot in inputs
+            return inputs[stand_in._slot] if is_input else _escapes.DROP
+
+        internal = {id(inner) for s in survivors if isinstance(s, TensorProxy)
+                    for inner in (vars(s), s._sizes, s._strides) if inner is not None}
+        _escapes.settle(survivors, value_of, internal, qualname)
+
     def _drop_parse_guards(self, values) -> None:
         # torch's argument parser calls __index__ on shape entries before a
         # TorchFunctionMode sees the call; those conversions are not the body's.
@@ -255,8 +284,9 @@ class Tracer(GuardSink, LaunchMode):
                 self.guards.pop(code, None)
         self._parse_candidates.clear()
 
-    def error(self, message: str, overflow: bool = False) -> TraceError:
-        kind = TraceOverflowError if overflow else TraceError
+    def error(self, message: str, overflow: bool = False, kind: type = TraceError) -> TraceError:
+        """``kind`` (a TraceError) of ``message``, naming the op and the body's line."""
+        kind = TraceOverflowError if overflow else kind
         return kind(f"{self.op.qualname}: {body_location(*self.op.sources)}: {message}")
 
     # -- allocations ------------------------------------------------------------------------------
@@ -504,12 +534,12 @@ class Tracer(GuardSink, LaunchMode):
         config chosen for this call's tuning key (see frontends/triton/autotune.py)."""
         jit = autotune.base_kernel(tuner, self.error)
         named = {**dict(zip(jit.arg_names, args)), **{k: v for k, v in kwargs.items() if k in jit.arg_names}}
-        measure = self._measure(tuner, grid, args, kwargs) if self._can_measure() else None
-        config = autotune.choose(tuner, named, kwargs, self.device, measure, self.error)
+        tune = self._tuning_run(tuner, grid, args, kwargs) if self._can_tune() else None
+        config = autotune.choose(tuner, named, kwargs, self.device, tune, self.error)
         if config.pre_hook is not None:
             # Runs once, here, on the stand-ins: what it sets (typically the
             # block shapes of tensor descriptors, as in Triton's TMA tutorials)
-            # enters the plan; work on tensors cannot, and is refused.
+            # enters the plan; work on tensors becomes plan steps.
             try:
                 config.pre_hook({**named, **kwargs, **config.all_kwargs()})
             except TraceError as e:
@@ -517,43 +547,47 @@ class Tracer(GuardSink, LaunchMode):
                                  f"launch arguments such as descriptor block shapes: {e}") from None
         return jit, autotune.with_heuristics(tuner, args, {**kwargs, **config.all_kwargs()})
 
-    def _can_measure(self) -> bool:
-        """Timing needs the call's real CUDA tensors (not fake, meta or CPU ones)."""
+    def _can_tune(self) -> bool:
+        """Tuning runs kernels: it needs the call's real CUDA tensors (not fake, meta or CPU ones)."""
         if self.device.type != "cuda":
             return False
         with _pop_mode_temporarily():  # the tracing mode would take .device for a body's torch call
             tensors = list(self._input_values.values())
             return all(t.device.type == "cuda" and not is_fake(t) for t in tensors)
 
-    def _measure(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
-        """Times configs on the call's real inputs (cloned where written) and
-        temporary outputs, outside the tracing modes."""
+    def _tuning_run(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
+        """The autotuner's own run on the call's real arguments (inputs cloned, so nothing the call sees is
+        written; temporary outputs), outside the tracing modes; returns the config it chose."""
         def real(value, name: str):
             if isinstance(value, tuple):
                 return tuples.map_leaves(lambda leaf: real(leaf, name), value)
             if isinstance(value, TensorProxy):
                 if value._slot < self.num_inputs:
-                    return self._input_values[value._slot]
+                    return self._input_values[value._slot].clone()
                 m = value._meta
                 return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
             if isinstance(value, TensorDescriptor):
-                where = f"{self.op.qualname}: tensor descriptor '{name}' of kernel {tuner.fn.fn.__name__}"
+                kernel = autotune.base_kernel(tuner, self.error).fn.__name__
+                where = f"{self.op.qualname}: tensor descriptor '{name}' of kernel {kernel}"
                 return _descriptors.concrete_descriptor(value, real(value.base, name), where)
             return concrete(value)
 
-        def is_input(leaf) -> bool:
-            tensor = _descriptors.tensor_of(leaf)
-            return isinstance(tensor, TensorProxy) and tensor._slot < self.num_inputs
+        def real_grid(meta):  # the body's grid may close over its sizes: read without guards
+            return tuple(concrete(g) for g in (grid(meta) if callable(grid) else grid))
 
-        def measure(configs):
-            with direct_launches(), _pop_mode_temporarily(), outside_trace():
-                real_args = [real(a, n) for n, a in zip(tuner.fn.arg_names, args)]
+        def tune():
+            leaves = None if self.device.type == "cuda" else InterpretLaunches()
+            with launch_mode(TuningLaunches(leaves)), _pop_mode_temporarily(), outside_trace():
+                names = tuner.arg_names
+                real_args = [real(a, n) for n, a in zip(names, args)]
                 real_kwargs = {k: real(v, k) for k, v in kwargs.items()}
-                inputs = {n for n, a in zip(tuner.fn.arg_names, args)
-                          if any(is_input(leaf) for _, leaf in tuples.leaves(a))}
-                return autotune.measure_with(tuner, grid, real_args, real_kwargs, inputs)(configs)
+                tuner.best_config = None
+                tuner.run(*real_args, grid=real_grid, warmup=False, **real_kwargs)
+                if tuner.best_config is None:
+                    raise TraceError(f"{type(tuner).__name__}.run chose no config (best_config is not set)")
+                return tuner.best_config
 
-        return measure
+        return tune
 
     def warmup_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """``kernel.warmup(...)`` in a body (the Triton tutorials read ``n_regs``
@@ -574,12 +608,17 @@ class Tracer(GuardSink, LaunchMode):
     def warmed_up(self, kernel, compiled, kwargs: dict):
         return WarmedUpKernel(self, kernel, compiled, kwargs)
 
+    def function_applied(self, function: type) -> None:
+        """The body ran ``function.apply`` (an autograd.Function), inline (_inlined_calls.py): calls of the op
+        that need a gradient get the Function's own backward."""
+        self.op.body_calls_function = True
+
     # -- the whole trace ---------------------------------------------------------------------------------
     def run(self) -> dict:
         # A tensor subclass's __torch_function__ calls the op with subclass
         # handling disabled, which would hide the stand-ins' own handler.
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
-                _SymbolicTritonHelpers():
+                _SymbolicTritonHelpers(), inlined_calls():
             result = self.op.call_body(self.stand_ins)
             backward = native_spec(self.op, self, result, _returned(result)) if self._with_backward else None
         return self._finish(result, backward)
@@ -614,14 +653,14 @@ class Tracer(GuardSink, LaunchMode):
         names = self.op.arg_names
         undeclared = sorted(set(written) - declared)
         if undeclared:
-            raise TraceError(
+            raise OpDefinitionError(
                 f"{self.op.qualname}: {written[undeclared[0]]} writes argument '{names[undeclared[0]]}', "
                 f"which the op does not declare: add it to mutates_args (declared: "
                 f"{[names[i] for i in sorted(declared)] or 'none'})"
             )
         unwritten = sorted(declared - set(written))
         if unwritten and (self._writes or self._aten_writes):
-            raise TraceError(
+            raise OpDefinitionError(
                 f"{self.op.qualname}: mutates_args declares '{names[unwritten[0]]}', but no kernel the body "
                 "launches writes it: remove it from mutates_args"
             )
@@ -630,9 +669,10 @@ class Tracer(GuardSink, LaunchMode):
         results = _returned(result)
         if self.op.returns_list:  # one Tensor[]: any number of tensors
             if not isinstance(result, (tuple, list)):
-                raise TraceError(f"{self.op.qualname}: the schema returns Tensor[]; the body returned {result!r}")
+                raise OpDefinitionError(
+                    f"{self.op.qualname}: the schema returns Tensor[]; the body returned {type(result).__name__}")
         elif len(results) != self.op.num_returns:
-            raise TraceError(
+            raise OpDefinitionError(
                 f"{self.op.qualname}: the body returned {len(results)} value(s); the schema declares "
                 f"{self.op.num_returns}"
             )
@@ -642,16 +682,15 @@ class Tracer(GuardSink, LaunchMode):
                 outputs.append(-1 if r is None else r._slot)  # gradients may be None, inputs, repeated
                 continue
             if not isinstance(r, TensorProxy):
-                raise TraceError(f"{self.op.qualname}: the body must return tensors it allocated, got {r!r}")
+                raise OpDefinitionError(f"{self.op.qualname}: the body must return tensors it allocated, got {r!r}")
             if self.root_slot(r._slot) < self.num_inputs:
                 what = "its input" if r._slot < self.num_inputs else "a view of its input"
                 raise self.error(
                     f"the body returns {what} '{self._inputs[self.root_slot(r._slot)]._name}'; as with "
                     "torch.library, ops may not return an alias of an input: return a new tensor (e.g. "
-                    "`.clone()`), or declare the mutation with mutates_args and return nothing"
-                )
+                    "`.clone()`), or declare the mutation with mutates_args and return nothing", kind=OpDefinitionError)
             if r._slot in outputs:
-                raise TraceError(f"{self.op.qualname}: the body returns the same tensor twice")
+                raise OpDefinitionError(f"{self.op.qualname}: the body returns the same tensor twice")
             outputs.append(r._slot)
         self._check_mutations()
         # Guards made before the last allocation can change output shapes (a
@@ -671,6 +710,15 @@ class Tracer(GuardSink, LaunchMode):
             order=self.order,
             backward=self._backward_spec(backward),
         )
+
+    def fallback_plan(self, reason: str) -> _plan.LaunchPlan:
+        """The plan of calls that run the body itself (see _fallback.py): the guards taken up to where the trace
+        failed (every call that passes them takes the same path to the same failure), and why."""
+        return _plan.LaunchPlan(
+            tensor_guards=[_plan.TensorGuard(arg, dtype, ndim) for arg, dtype, ndim in self.tensor_guards],
+            guards=[_plan.Expr(list(code), text) for code, text in self.guards.items()],
+            num_shape_guards=0, allocs=[], launches=[], outputs=[], order=[],
+            num_list_tensors=self.num_inputs - self.num_args, fallback=reason)
 
     def _backward_spec(self, backward) -> Optional[_plan.BackwardSpec]:
         if backward is None:

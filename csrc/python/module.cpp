@@ -35,7 +35,8 @@ void register_kernel(int64_t id, const std::string& name, const std::string& fro
 }
 
 void register_op(const std::string& qualname, const std::string& schema, const std::vector<int>& arg_kinds,
-                 int num_returns, py::object trace_fn, const std::string& dispatch_key, bool gradient_op) {
+                 int num_returns, py::object trace_fn, py::object fallback_fn, const std::string& dispatch_key,
+                 bool gradient_op) {
   std::vector<ArgKind> kinds;
   for (int k : arg_kinds) {
     if (k < 0 || k >= int(ArgKind::Count_)) throw py::value_error("register_op: unknown argument kind " + std::to_string(k));
@@ -43,7 +44,8 @@ void register_op(const std::string& qualname, const std::string& schema, const s
   }
   translating_errors([&] {
     auto op = std::make_shared<NativeOp>(qualname, schema, std::move(kinds), num_returns,
-                                         std::make_shared<PythonPlanTracer>(std::move(trace_fn)), gradient_op);
+                                         std::make_shared<PythonPlanTracer>(std::move(trace_fn), std::move(fallback_fn)),
+                                         gradient_op);
     register_native_op(std::move(op), dispatch_key);
   });
 }
@@ -110,7 +112,12 @@ int install_plans(const std::string& qualname, const py::bytes& data) {
   return translating_errors([&] { return op->install_plans(plans); });
 }
 
-std::vector<LaunchPlan> plans_of(const std::string& qualname) { return op_named(qualname)->export_plans().plans; }
+std::vector<LaunchPlan> plans_of(const std::string& qualname) {
+  PlanSet& plans = op_named(qualname)->plans();
+  std::vector<LaunchPlan> out;
+  for (int i = 0; i < plans.size(); ++i) out.push_back(plans.at(i));
+  return out;
+}
 
 py::dict counter_values() {
   const Counters& c = counters();
@@ -121,6 +128,7 @@ py::dict counter_values() {
   d["map_lookups"] = c.map_lookups.load();
   d["plan_scans"] = c.plan_scans.load();
   d["tensor_map_encodes"] = c.tensor_map_encodes.load();
+  d["fallback_calls"] = c.fallback_calls.load();
   return d;
 }
 
@@ -138,9 +146,10 @@ PYBIND11_MODULE(_C, m) {
         "Creates the native variant cache of a kernel of a registered frontend.");
   m.def("register_op", &register_op, py::arg("qualname"), py::arg("schema"), py::arg("arg_kinds"),
         py::arg("num_returns"),
-        py::arg("trace_fn"), py::arg("dispatch_key") = "CUDA", py::arg("gradient_op") = false,
-        "Registers the native implementation of a defined op for a dispatch key (a `gradient_op` may return None "
-        "and its own arguments).");
+        py::arg("trace_fn"), py::arg("fallback_fn"), py::arg("dispatch_key") = "CUDA", py::arg("gradient_op") = false,
+        "Registers the native implementation of a defined op for a dispatch key: `trace_fn(args)` returns the plan "
+        "for a call no plan serves, `fallback_fn(args, reason)` runs the body for calls a fallback plan selects (a "
+        "`gradient_op` may return None and its own arguments).");
   m.def("register_gradient_op", &register_gradient, py::arg("qualname"), py::arg("body"),
         "Declares a registered op the gradient op of differentiable ops; `body(*args)` runs it eagerly.");
   m.def("run_gradient_op_eagerly", [](const std::string& qualname, const std::string& reason) {
@@ -178,6 +187,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("param_type_bytes", &param_type_bytes_by_name,
         "Bytes of each kernel parameter type a compile result may name (\"*\": any pointer).");
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
+  m.def("count_fallback_call", [] { counters().fallback_calls.fetch_add(1, std::memory_order_relaxed); },
+        "Counts a call that ran its op body in Python on a path outside the native runtime (the CPU path).");
   bind_plan_format(m);
   bind_bundles(m);
   bind_fast_caller(m);

@@ -332,9 +332,10 @@ void bind_structures(py::module_& m) {
                        std::vector<AllocStep> allocs, std::vector<LaunchStep> launches, std::vector<int32_t> outputs,
                        std::vector<ViewStep> views, std::vector<AtenStep> aten_steps,
                        std::optional<std::vector<PlanStep>> order, int32_t num_list_tensors,
-                       std::shared_ptr<BackwardSpec> backward) {
+                       std::shared_ptr<BackwardSpec> backward, std::string fallback) {
              LaunchPlan p;
              p.backward = std::move(backward);
+             p.fallback = std::move(fallback);
              p.num_list_tensors = num_list_tensors;
              p.tensor_guards = std::move(tensor_guards);
              p.guards = std::move(guards);
@@ -356,7 +357,9 @@ void bind_structures(py::module_& m) {
            py::arg("tensor_guards"), py::arg("guards"), py::arg("num_shape_guards"), py::arg("allocs"),
            py::arg("launches"), py::arg("outputs"), py::arg("views") = std::vector<ViewStep>{},
            py::arg("aten_steps") = std::vector<AtenStep>{}, py::arg("order") = py::none(),
-           py::arg("num_list_tensors") = 0, py::arg("backward") = nullptr)
+           py::arg("num_list_tensors") = 0, py::arg("backward") = nullptr, py::arg("fallback") = "")
+      .def_readonly("fallback", &LaunchPlan::fallback,
+                    "Why the calls this plan selects run the op body in Python (empty: a native plan)")
       .def_readonly("views", &LaunchPlan::views)
       .def_readonly("aten_steps", &LaunchPlan::aten_steps)
       .def_readonly("order", &LaunchPlan::order)

@@ -23,7 +23,10 @@ void release_with_gil(py::object& obj) {
 
 }  // namespace
 
-PythonPlanTracer::~PythonPlanTracer() { release_with_gil(trace_fn_); }
+PythonPlanTracer::~PythonPlanTracer() {
+  release_with_gil(trace_fn_);
+  release_with_gil(fallback_fn_);
+}
 PythonCompiler::~PythonCompiler() { release_with_gil(compile_fn_); }
 PythonDifferentiableCall::~PythonDifferentiableCall() { release_with_gil(apply_fn_); }
 PythonEagerGradient::~PythonEagerGradient() { release_with_gil(body_); }
@@ -63,14 +66,17 @@ KernelBinary PythonCompiler::compile(const KernelCache& kernel, const Specializa
   }
 }
 
-void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
-  const auto& schema = op.schema();
-  const size_t n = schema.arguments().size();
+namespace {
+
+// Calls `call(args)` on the `n` arguments atop `stack` (as a tuple) and replaces them with its result, read as
+// `schema`'s returns.
+template <class Call>
+void call_with_stack(const Call& call, const c10::FunctionSchema& schema, torch::jit::Stack& stack, size_t n) {
   py::gil_scoped_acquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
   py::tuple args(n);
   for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[stack.size() - n + i]);
-  const py::object result = apply_fn_(*args);
+  const py::object result = call(args);
   torch::jit::drop(stack, n);
   const auto& returns = schema.returns();
   if (returns.size() == 1) {
@@ -79,6 +85,19 @@ void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::S
     const py::tuple values = py::cast<py::tuple>(result);
     for (size_t i = 0; i < returns.size(); ++i) torch::jit::push(stack, torch::jit::toIValue(values[i], returns[i].type()));
   }
+}
+
+}  // namespace
+
+void PythonPlanTracer::run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n) {
+  const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(op.qualname().c_str(), "");
+  call_with_stack([&](const py::tuple& args) { return fallback_fn_(args, plan.fallback); }, handle.schema(), stack,
+                  n);
+}
+
+void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
+  call_with_stack([&](const py::tuple& args) { return apply_fn_(*args); }, op.schema(), stack,
+                  op.schema().arguments().size());
 }
 
 std::vector<at::Tensor> PythonEagerGradient::run(const c10::OperatorHandle& op, torch::jit::Stack& stack) {

@@ -17,13 +17,16 @@ namespace torch_tile {
 
 class TORCH_TILE_PY_HIDDEN PythonPlanTracer final : public PlanTracer {
  public:
-  explicit PythonPlanTracer(pybind11::object trace_fn) : trace_fn_(std::move(trace_fn)) {}
+  PythonPlanTracer(pybind11::object trace_fn, pybind11::object fallback_fn)
+      : trace_fn_(std::move(trace_fn)), fallback_fn_(std::move(fallback_fn)) {}
   ~PythonPlanTracer() override;
   std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack& stack,
                                     size_t first) override;
+  void run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n) override;
 
  private:
-  pybind11::object trace_fn_;  // (args tuple) -> plan dict
+  pybind11::object trace_fn_;     // (args tuple) -> LaunchPlan
+  pybind11::object fallback_fn_;  // (args tuple, reason) -> the op's returns, from the body run in Python
 };
 
 class TORCH_TILE_PY_HIDDEN PythonCompiler final : public Compiler {

@@ -14,6 +14,7 @@ struct Counters {
   std::atomic<uint64_t> map_lookups{0};   // inline-cache misses served by the hash map
   std::atomic<uint64_t> plan_scans{0};    // calls served by a plan other than the first one tried (PlanSet)
   std::atomic<uint64_t> tensor_map_encodes{0};  // TMA descriptors encoded (tensor-map cache misses)
+  std::atomic<uint64_t> fallback_calls{0};  // calls whose plan runs the op body in the host language
 };
 
 Counters& counters();

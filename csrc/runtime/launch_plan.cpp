@@ -141,6 +141,9 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
   for (const TensorGuard& g : tensor_guards) check_slot(g.arg);
   for (const Expr& g : guards) g.validate();
   if (num_shape_guards < 0 || size_t(num_shape_guards) > guards.size()) bad_plan(op, "has a bad shape-guard count");
+  if (is_fallback() && (!order.empty() || !outputs.empty() || backward != nullptr)) {
+    bad_plan(op, "runs its body in the host language and also has steps, outputs or a backward");
+  }
 
   // Every step once, in an order where each reads only slots made before it.
   std::vector<char> seen_alloc(allocs.size()), seen_view(views.size()), seen_aten(aten_steps.size()),

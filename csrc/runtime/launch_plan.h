@@ -192,6 +192,12 @@ struct LaunchPlan {
   std::vector<int32_t> outputs;  // slots returned, in order (a gradient op's: -1 is an undefined tensor, a None)
   // Set when the op has a registered backward (not serialized: loaded plans differentiate in Python).
   std::shared_ptr<BackwardSpec> backward;
+  // Non-empty: the calls this plan selects run the op body in the host language (the tracer could not hold
+  // what the body does, and says why here), like a graph break; such a plan has guards only. Not serialized:
+  // a process without the body could not run it.
+  std::string fallback;
+
+  bool is_fallback() const { return !fallback.empty(); }
 
   // Tensors the plan makes (slots after the arguments and their list items).
   int num_made() const;

@@ -217,7 +217,13 @@ std::string serialize_plans(const OpPlans& op) {
   for (ArgKind k : op.arg_kinds) w.pod(int32_t(k));
   w.pod(op.num_returns);
   w.count(op.plans.size());
-  for (const LaunchPlan& p : op.plans) write_plan(w, p);
+  for (const LaunchPlan& p : op.plans) {
+    if (p.is_fallback()) {
+      fail(ErrorKind::Value, op.qualname + ": a fallback plan (" + p.fallback + ") runs the op body, which only "
+                                 "the process that defined the op has: it cannot be serialized");
+    }
+    write_plan(w, p);
+  }
   return frame(kPlanMagic, kPlanFormatVersion, w.out);
 }
 

@@ -196,6 +196,9 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   std::lock_guard<std::mutex> lock(plans_.trace_mutex());
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first);
+  if (plan->is_fallback() && gradient_op_) {
+    fail(ErrorKind::Runtime, qualname_ + ": a gradient op's body cannot fall back (" + plan->fallback + ")");
+  }
   counters().traces.fetch_add(1, std::memory_order_relaxed);
   plan->validate(qualname_, int(arg_kinds_.size()));
   resolve_aten_steps(qualname_, *plan);
@@ -224,6 +227,11 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
     const LaunchPlan& plan = plan_for(args, stack, first);
     if (observer != nullptr) observer->phase(CallPhase::PlanSelected);
     if (hook != nullptr && !hook->selected(plan)) return false;
+    if (plan.is_fallback()) {
+      counters().fallback_calls.fetch_add(1, std::memory_order_relaxed);
+      tracer_->run_fallback(*this, plan, stack, n);
+      return true;
+    }
     TorchLaunchHost host(args, in, device);
     run_plan(plan, args, host, qualname_.c_str(), observer);
     if (hook != nullptr) hook->ran(plan, args, host);
@@ -313,6 +321,10 @@ void NativeOp::dry_run(const torch::jit::Stack& stack, KeySink& keys, Ran ran) {
   CallArgs args;
   const c10::Device device = read_arguments(in, args, /*any_device=*/true);
   const LaunchPlan& plan = plan_for(args, stack, first);
+  if (plan.is_fallback()) {
+    fail(ErrorKind::NotImplemented, qualname_ + ": this call runs the op body (" + plan.fallback +
+                                        "), so it has no launch plan to dry-run");
+  }
   c10::OptionalDeviceGuard device_guard;  // the plan's allocations and ATen steps go to the arguments' device
   if (device.is_cuda()) device_guard.reset_device(device);
   TorchLaunchHost host(args, in, device);
@@ -369,7 +381,7 @@ std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> Nati
 
 void NativeOp::check_signature(const LaunchPlan& plan) const {
   plan.check_argument_kinds(qualname_, arg_kinds_);
-  if (!returns_list_ && int(plan.outputs.size()) != num_returns_) {
+  if (!returns_list_ && !plan.is_fallback() && int(plan.outputs.size()) != num_returns_) {
     fail(ErrorKind::Value, qualname_ + ": a plan returns " + std::to_string(plan.outputs.size()) +
                                " tensors; the schema declares " + std::to_string(num_returns_));
   }
@@ -416,8 +428,15 @@ OpPlans NativeOp::export_plans() const {
   out.schema = schema_;
   out.arg_kinds = arg_kinds_;
   out.num_returns = num_returns_;
-  for (int i = 0; i < plans_.size(); ++i) out.plans.push_back(plans_.at(i));
+  for (int i = 0; i < plans_.size(); ++i) {
+    if (!plans_.at(i).is_fallback()) out.plans.push_back(plans_.at(i));  // the body stays with its process
+  }
   return out;
+}
+
+void PlanTracer::run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack&, size_t) {
+  fail(ErrorKind::Runtime, op.qualname() + ": a fallback plan (" + plan.fallback + ") reached a process that cannot "
+                                           "run the op body");
 }
 
 int NativeOp::install_plans(const OpPlans& in) {

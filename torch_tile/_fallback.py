@@ -1,0 +1,122 @@
+"""Fallback: calls whose body a launch plan cannot hold run the body itself.
+
+Like a torch.compile graph break: when tracing a body fails for what it does
+(not for how it was called), the op gets a *fallback plan* (the guards the trace
+had taken up to the failure, and the reason, no steps), and the calls that plan
+selects run the body in Python, its kernels launched by their own launchers, as
+``torch.library.triton_op`` runs every call. Other calls still trace into
+native plans. The first fallback call of each reason warns, every one is
+counted (``runtime_counters()["fallback_calls"]``), and ``torch_tile.explain(op)``
+lists the reasons. ``@torch_tile.op(..., fallback=False)`` keeps the
+``TraceError`` instead.
+
+A fallback is always correct: the body runs exactly as it would without
+torch_tile. Only errors that say the op itself is wrong (what it declares it
+writes, what it returns) never fall back: torch.library would refuse those too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import traceback
+import warnings
+from typing import TYPE_CHECKING
+
+import torch
+
+from ._errors import CallError, OpDefinitionError, TraceError
+from ._launch_mode import direct_launches
+
+if TYPE_CHECKING:
+    from ._op import TileOp
+
+_TORCH_TILE_DIR = os.path.dirname(os.path.abspath(__file__))
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def may_fall_back(op: "TileOp", error: BaseException) -> bool:
+    """Whether a failed trace makes a fallback plan (else the error is the call's)."""
+    return op.fallback and isinstance(error, Exception) and not isinstance(error, (OpDefinitionError, CallError))
+
+
+def reason(op: "TileOp", error: Exception) -> str:
+    """One line: what the body did that no plan holds, and where (the body's line; the library's line too
+    when the failure came from inside a function the body called)."""
+    if isinstance(error, TraceError):  # already names the body's line, after the op's name
+        text = str(error)
+        return text[len(op.qualname) + 2:] if text.startswith(op.qualname + ": ") else text
+    frames = traceback.extract_tb(error.__traceback__)
+    body_codes = {(fn.__code__.co_filename, fn.__code__.co_name) for fn in op.sources}
+    body = next((f for f in reversed(frames) if (f.filename, f.name) in body_codes), None)
+    inner = next((f for f in reversed(frames) if not os.path.abspath(f.filename).startswith(_TORCH_TILE_DIR)), None)
+    where = [f"{f.filename}:{f.lineno}" for f in (body, inner) if f is not None]
+    where = list(dict.fromkeys(where))  # the body's line may be the innermost one too
+    message = str(error).split("\n", 1)[0]
+    return f"{' -> '.join(where) or 'in the body'}: {type(error).__name__}: {message}"
+
+
+def run_body(op: "TileOp", values: tuple) -> object:
+    """The body on the call's real arguments, its launches made by their own launchers; its result checked
+    against the op's schema (a fallback must return what a native plan would). An error the body raises is
+    its own, with a note naming the op."""
+    with direct_launches(), naming_the_op(op, "run in Python for this call"):
+        result = op.call_body(values)
+    return _checked(op, values, result)
+
+
+@contextlib.contextmanager
+def naming_the_op(op: "TileOp", how: str):
+    """An error the body raises (its own, not torch_tile's) gets a note naming the op and how the body ran."""
+    try:
+        yield
+    except Exception as e:
+        e.add_note(f"(in the body of torch_tile op {op.qualname}, {how})")
+        raise
+
+
+def warn_once(op: "TileOp", why: str) -> None:
+    with _warned_lock:
+        if (op.qualname, why) in _warned:
+            return
+        _warned.add((op.qualname, why))
+    warnings.warn(
+        f"torch_tile: {op.qualname}: calls like this one run the op body in Python (as torch.library.triton_op "
+        f"runs it), not a native launch plan: {why}. torch_tile.explain(op) lists the op's plans; "
+        f"@torch_tile.op(..., fallback=False) makes this an error.", RuntimeWarning, stacklevel=3)
+
+
+def _checked(op: "TileOp", values: tuple, result: object) -> object:
+    def refuse(message: str):
+        raise OpDefinitionError(f"{op.qualname}: {message}")
+
+    if op.returns_list:
+        if not isinstance(result, (list, tuple)):
+            refuse(f"the schema returns Tensor[]; the body returned {type(result).__name__}")
+        outputs = list(result)
+    elif op.num_returns == 0:
+        if result is not None:
+            refuse(f"the schema returns nothing; the body returned {type(result).__name__}")
+        return None
+    else:
+        outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(outputs) != op.num_returns:
+            refuse(f"the body returned {len(outputs)} value(s); the schema declares {op.num_returns}")
+    inputs = {_storage(t) for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
+              if isinstance(t, torch.Tensor)}
+    for i, out in enumerate(outputs):
+        if not isinstance(out, torch.Tensor):
+            refuse(f"return {i} of the body is {type(out).__name__}, not a Tensor")
+        if _storage(out) in inputs - {0}:
+            refuse(f"return {i} of the body aliases an input; as with torch.library, ops may not return an alias "
+                   "of an input: return a new tensor (e.g. `.clone()`)")
+    if op.returns_list:
+        return outputs
+    return outputs[0] if op.num_returns == 1 else tuple(outputs)
+
+
+def _storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+

@@ -1,0 +1,108 @@
+"""Calls a body makes into code that takes tensors at their word, run inline while the body is traced.
+
+A stand-in answers ``isinstance(x, torch.Tensor)`` as the tensor it stands for,
+but it is not one: C code that checks that and then reads the object as a
+tensor would read garbage. Two such entries are common in real wrappers:
+
+* ``torch.autograd.Function.apply`` (most libraries' public entry point), whose
+  C entry unpacks its tensor arguments. While this thread traces, the
+  Function's forward runs inline instead, on the stand-ins (its launches and
+  allocations go into the plan like the body's own), with a context that
+  accepts what a forward keeps for its backward: a traced call needs no
+  gradient. The tracer is told (``function_applied``), so the op can give
+  calls that need a gradient the Function's own backward.
+* A ``torch.compile``'d helper (Dynamo would trace the stand-ins as tensors):
+  it runs as the plain function it wraps, whose torch calls the tracer records.
+
+The entries are patched only while some thread traces (refcounted); on every
+other thread, and on this one outside a trace, they behave exactly as before.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import torch
+from torch.autograd.function import _is_setup_context_defined
+
+from ._trace_state import current_tracer
+
+_Function = torch.autograd.Function
+_original_apply = _Function.__dict__["apply"]  # the C entry (torch >= 2.12) or Python's classmethod before it
+
+
+class InlinedContext:
+    """The ``ctx`` of a Function's forward run inline in a trace: it keeps what the forward sets on it; nothing
+    is differentiated there."""
+
+    def __init__(self, num_inputs: int):
+        self.needs_input_grad = (False,) * num_inputs
+        self.saved_tensors: tuple = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors) -> None:
+        self.saved_tensors = tensors
+
+    def save_for_forward(self, *tensors) -> None:
+        pass
+
+    def mark_dirty(self, *tensors) -> None:  # what a kernel writes is found from the kernels themselves
+        pass
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+
+def _routed_apply(cls, *args, **kwargs):
+    tracer = current_tracer()
+    if tracer is None:
+        return _original_apply.__get__(None, cls)(*args, **kwargs)
+    tracer.function_applied(cls)
+    if _is_setup_context_defined(cls.setup_context):  # forward(*args) then setup_context(ctx, ...): no ctx here
+        return cls.forward(*args, **kwargs)
+    return cls.forward(InlinedContext(len(args)), *args, **kwargs)
+
+
+def _routed_callback_from_stance(original):
+    def callback_from_stance(callback):
+        # None: the compiled callable runs the function it wraps, as under torch.compiler.set_stance("force_eager").
+        return None if current_tracer() is not None else original(callback)
+    return callback_from_stance
+
+
+class _Patches:
+    lock = threading.Lock()
+    depth = 0
+    dynamo: Any = None  # torch._dynamo.eval_frame, patched (if it was imported when the first trace began)
+    dynamo_original: Any = None
+
+
+class inlined_calls:
+    """While at least one trace runs: ``Function.apply`` and torch.compile'd callables run inline on stand-ins."""
+
+    def __enter__(self):
+        with _Patches.lock:
+            if _Patches.depth == 0:
+                _Function.apply = classmethod(_routed_apply)
+                # Only a program that imported Dynamo can have compiled callables; nothing is imported here.
+                dynamo = sys.modules.get("torch._dynamo.eval_frame")
+                if dynamo is not None and hasattr(dynamo, "_callback_from_stance"):
+                    _Patches.dynamo, _Patches.dynamo_original = dynamo, dynamo._callback_from_stance
+                    dynamo._callback_from_stance = _routed_callback_from_stance(_Patches.dynamo_original)
+            _Patches.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        with _Patches.lock:
+            _Patches.depth -= 1
+            if _Patches.depth == 0:
+                _Function.apply = _original_apply
+                if _Patches.dynamo is not None:
+                    _Patches.dynamo._callback_from_stance = _Patches.dynamo_original
+                    _Patches.dynamo = _Patches.dynamo_original = None
+        return False
