@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import traceback
 import warnings
@@ -27,12 +28,14 @@ from typing import TYPE_CHECKING
 import torch
 
 from ._errors import CallError, OpDefinitionError, TraceError
-from ._launch_mode import direct_launches
+from ._launch_mode import direct_launches, launch_mode
+from .frontends.triton.interpret import InterpretLaunches
 
 if TYPE_CHECKING:
     from ._op import TileOp
 
 _TORCH_TILE_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIBRARY_DIRS = (_TORCH_TILE_DIR, os.path.dirname(os.path.abspath(torch.__file__)))
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 
@@ -62,7 +65,11 @@ def run_body(op: "TileOp", values: tuple) -> object:
     """The body on the call's real arguments, its launches made by their own launchers; its result checked
     against the op's schema (a fallback must return what a native plan would). An error the body raises is
     its own, with a note naming the op."""
-    with direct_launches(), naming_the_op(op, "run in Python for this call"):
+    on_cpu = any(t.device.type == "cpu" for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
+                 if isinstance(t, torch.Tensor))
+    # On CPU tensors, as the op's CPU path runs its body: Triton's interpreter launches the kernels.
+    launches = launch_mode(InterpretLaunches()) if on_cpu else direct_launches()
+    with launches, naming_the_op(op, "run in Python for this call"):
         result = op.call_body(values)
     return _checked(op, values, result)
 
@@ -85,7 +92,15 @@ def warn_once(op: "TileOp", why: str) -> None:
     warnings.warn(
         f"torch_tile: {op.qualname}: calls like this one run the op body in Python (as torch.library.triton_op "
         f"runs it), not a native launch plan: {why}. torch_tile.explain(op) lists the op's plans; "
-        f"@torch_tile.op(..., fallback=False) makes this an error.", RuntimeWarning, stacklevel=3)
+        f"@torch_tile.op(..., fallback=False) makes this an error.", RuntimeWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """The warning's stack level that names the caller's line: the first frame outside torch_tile and torch."""
+    frame, level = sys._getframe(2), 2  # the caller of warn_once is level 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _checked(op: "TileOp", values: tuple, result: object) -> object:

@@ -1,0 +1,260 @@
+"""Idioms of real host wrappers, each a small op body written the way kernel
+libraries write it, checked against the same code run without torch_tile:
+
+* a ``torch.library.triton_op`` body, unchanged (``wrap_triton(kernel)[grid](...)``);
+* an ``autograd.Function`` called with ``.apply`` (forward native; its own backward for gradients);
+* helpers that keep what they are given (``functools.lru_cache``, memo dicts, module globals);
+* what no launch plan holds (``.item()``, a data-dependent branch): a fallback, warned, counted, explained;
+* a ``torch.compile``'d helper called in the body.
+
+On CPU (Triton's interpreter) everywhere; on CUDA too where there is a GPU.
+"""
+
+import contextlib
+import functools
+import json
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from torch.library import wrap_triton
+
+import torch_tile as tt
+from torch_tile._launch_mode import launch_mode
+from torch_tile.frontends.triton.interpret import InterpretLaunches
+
+NS = "idioms"
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@triton.jit
+def _scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
+
+
+def _scaled(x: torch.Tensor, scale: float, block: int = 128) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    _scale_kernel[(triton.cdiv(n, block),)](x, out, n, scale, BLOCK=block)
+    return out
+
+
+def _fallback_calls() -> int:
+    return tt.runtime_counters()["fallback_calls"]
+
+
+def _without_torch_tile(device: str):
+    """Where the library's own call launches its kernels: the GPU, or on CPU Triton's interpreter."""
+    return launch_mode(InterpretLaunches()) if device == "cpu" else contextlib.nullcontext()
+
+
+# -- torch.library.triton_op bodies ---------------------------------------------------------------------------
+
+
+def _triton_op_body(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    wrap_triton(_scale_kernel)[(triton.cdiv(n, 64),)](x, out, n, 2.0, BLOCK=64)
+    return out
+
+
+wrapped = tt.op(f"{NS}::wrapped", _triton_op_body, fallback=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_triton_op_body_runs_unchanged(device):
+    x = torch.randn(1000, device=device)
+    plan = wrapped.trace(x)
+    assert [launch.kernel_name for launch in plan.launches] == ["_scale_kernel"]
+    torch.testing.assert_close(wrapped(x), 2 * x)
+    if device == "cuda":  # the same body as torch.library registers it
+        reference = torch.library.triton_op(f"{NS}_reference::wrapped", _triton_op_body, mutates_args=())
+        torch.testing.assert_close(wrapped(x), reference(x), rtol=0, atol=0)
+
+
+# -- autograd.Function.apply ----------------------------------------------------------------------------------
+
+
+class _ScaleFunction(torch.autograd.Function):
+    """A library's entry point: forward launches the kernel, backward is the library's own."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        ctx.save_for_backward(x)
+        return _scaled(x, scale)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * ctx.scale + 0 * x, None
+
+
+class _ScaleWithSetupContext(torch.autograd.Function):
+    """The newer style: forward without ctx, setup_context separate."""
+
+    @staticmethod
+    def forward(x, scale):
+        return _scaled(x, scale)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.scale = inputs[1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scale, None
+
+
+@tt.op(f"{NS}::function_apply")
+def function_apply(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return _ScaleFunction.apply(x, scale)
+
+
+@tt.op(f"{NS}::function_with_setup_context")
+def function_with_setup_context(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return _ScaleWithSetupContext.apply(x, scale)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", [function_apply, function_with_setup_context], ids=lambda op: op.name)
+def test_an_autograd_function_in_a_body_runs_natively_and_keeps_its_backward(op, device):
+    x = torch.randn(300, device=device)
+    plan = op.trace(x, 3.0)  # the forward, inline: a plan with its launch (no fallback)
+    assert not plan.fallback and [launch.kernel_name for launch in plan.launches] == ["_scale_kernel"]
+    before = _fallback_calls()
+    torch.testing.assert_close(op(x, 3.0), 3 * x)
+    assert _fallback_calls() == before
+    leaf = x.clone().requires_grad_()
+    out = op(leaf, 3.0)
+    assert out.grad_fn is not None
+    (out * torch.arange(300.0, device=device)).sum().backward()
+    torch.testing.assert_close(leaf.grad, 3 * torch.arange(300.0, device=device))  # the Function's own backward
+    # The same, without torch_tile.
+    direct = x.clone().requires_grad_()
+    with _without_torch_tile(device):
+        (_ScaleFunction.apply(direct, 3.0) * torch.arange(300.0, device=device)).sum().backward()
+    torch.testing.assert_close(leaf.grad, direct.grad)
+
+
+def test_an_op_without_a_function_still_says_it_has_no_backward():
+    op = tt.op(f"{NS}::plain_scaled", lambda x: _scaled(x, 2.0), schema="(Tensor x) -> Tensor")
+    out = op(torch.randn(10, requires_grad=True))
+    with pytest.raises(RuntimeError, match=rf"{NS}::plain_scaled has no backward"):
+        out.sum().backward()
+
+
+# -- what helpers keep ------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _launch_config(n: int) -> dict:
+    """A library's cached helper: a JSON-able config per size."""
+    return {"BLOCK": triton.next_power_of_2(min(n, 1024)), "n": n}
+
+
+_MEMO: dict = {}
+_LAST = {"n": None}
+
+
+def _memo_block(n: int) -> tuple:
+    if n not in _MEMO:
+        _MEMO[n] = (triton.next_power_of_2(n), n // 2)
+    _LAST["n"] = n
+    return _MEMO[n]
+
+
+@tt.op(f"{NS}::cached_configs")
+def cached_configs(x: torch.Tensor, scale: float) -> torch.Tensor:
+    block = _launch_config(x.numel())["BLOCK"]
+    _memo_block(x.numel())
+    return _scaled(x, scale, block)
+
+
+@tt.op(f"{NS}::cached_configs_2")
+def cached_configs_2(scale: float, y: torch.Tensor) -> torch.Tensor:
+    block = _launch_config(y.size(0))["BLOCK"]  # the same helper, from another op (other argument positions)
+    return _scaled(y, scale, block)
+
+
+def test_nothing_a_trace_makes_stays_in_user_state():
+    _launch_config.cache_clear()
+    _MEMO.clear()
+    x = torch.randn(100)
+    torch.testing.assert_close(cached_configs(x, 2.0), 2 * x)
+    cached_configs.trace(x, 2.0)
+    # The library's own later calls get plain values, as if it had only ever been called eagerly.
+    assert json.dumps(_launch_config(100)) == '{"BLOCK": 128, "n": 100}'
+    assert _MEMO == {100: (128, 50)} and all(type(v) is int for v in (*_MEMO, *_MEMO[100]))
+    assert type(_LAST["n"]) is int
+    # Another op calling the same helper: its plan reads its own arguments.
+    y = torch.randn(100)
+    torch.testing.assert_close(cached_configs_2(3.0, y), 3 * y)
+    plan = cached_configs_2.trace(3.0, y)
+    assert all("x." not in guard.text for guard in plan.guards)
+
+
+# -- what no plan holds: a fallback -----------------------------------------------------------------------------
+
+
+def _scaled_by_max(x: torch.Tensor) -> torch.Tensor:
+    return _scaled(x, float(x.abs().max().item()))  # a host value read from the data (a loss's normalizer, ...)
+
+
+scaled_by_max = tt.op(f"{NS}::scaled_by_max", _scaled_by_max)
+scaled_by_max_strict = tt.op(f"{NS}::scaled_by_max_strict", _scaled_by_max, fallback=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_body_no_plan_holds_falls_back_warned_counted_and_explained(device):
+    x = torch.randn(256, device=device)
+    expected = x * x.abs().max()
+    before = _fallback_calls()
+    with pytest.warns(RuntimeWarning, match=rf"{NS}::scaled_by_max: calls like this one run the op body in Python "
+                                            r".*test_idioms.py:\d+: `aten.item.default`"):
+        torch.testing.assert_close(scaled_by_max(x), expected)
+    torch.testing.assert_close(scaled_by_max(2 * x), 2 * x * (2 * x).abs().max())
+    assert _fallback_calls() == before + 2
+    report = tt.explain(scaled_by_max)
+    assert any("aten.item.default" in why for why in report.fallbacks)
+    assert "fallback" in str(report)
+    with pytest.raises(tt.TraceError, match=rf"{NS}::scaled_by_max_strict: .*`aten.item.default`"):
+        scaled_by_max_strict(x)
+
+
+def test_the_body_s_own_errors_name_the_op():
+    @tt.op(f"{NS}::checks_its_input")
+    def checks_its_input(x: torch.Tensor) -> torch.Tensor:
+        if x.abs().max().item() > 10:
+            raise ValueError("values out of range")
+        return _scaled(x, 1.0)
+
+    torch.testing.assert_close(checks_its_input(torch.ones(8)), torch.ones(8))
+    with pytest.raises(ValueError, match="values out of range") as info:
+        checks_its_input(torch.full((8,), 100.0))
+    assert any(f"torch_tile op {NS}::checks_its_input" in note for note in info.value.__notes__)
+
+
+# -- a torch.compile'd helper ------------------------------------------------------------------------------------
+
+
+@torch.compile(backend="eager", dynamic=False)
+def _epilogue(y: torch.Tensor) -> torch.Tensor:
+    return y * 2 + 1
+
+
+@tt.op(f"{NS}::compiled_epilogue")
+def compiled_epilogue(x: torch.Tensor) -> torch.Tensor:
+    return _epilogue(_scaled(x, 3.0))
+
+
+def test_a_compiled_helper_runs_in_the_plan():
+    x = torch.randn(64)
+    plan = compiled_epilogue.trace(x)
+    assert [launch.kernel_name for launch in plan.launches] == ["_scale_kernel"]
+    assert {step.name for step in plan.aten_steps} >= {"aten::mul", "aten::add"}
+    torch.testing.assert_close(compiled_epilogue(x), 6 * x + 1)
+    torch.testing.assert_close(_epilogue(x), 2 * x + 1)  # and it still compiles outside the op
