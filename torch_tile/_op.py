@@ -268,9 +268,9 @@ class TileOp:
 
     # Called by C++ (GIL held) when no plan matches; the dispatcher's stack
     # carries a dtype as its ScalarType code.
-    def _trace(self, args: tuple) -> _C.LaunchPlan:
+    def _trace(self, args: tuple, may_fall_back: bool) -> _C.LaunchPlan:
         try:
-            return self._traced(Tracer(self, self._values(args)))
+            return self._traced(Tracer(self, self._values(args)), fall_back=may_fall_back)
         except TraceError as e:
             if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on
                 _C.run_gradient_op_eagerly(self.qualname, str(e))

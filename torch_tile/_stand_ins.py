@@ -11,7 +11,7 @@ from typing import Any, Optional
 import torch
 
 from ._errors import TraceError
-from ._expr import Op, SymbolicInt, sym_max
+from ._expr import Op, SymbolicInt, sym_max, torch_function_of_stand_ins
 from ._trace_state import current_tracer
 
 
@@ -37,6 +37,10 @@ class SymbolicFloat:
 
     def __repr__(self) -> str:
         return f"SymbolicFloat({self.name} = {self.value})"
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return torch_function_of_stand_ins(func, args, kwargs)  # as SymbolicInt's
 
 
 def _specialized(name: str):
@@ -144,13 +148,23 @@ class TensorMeta:
         return n
 
 
-class TensorProxy:
+class TensorProxy(torch.Tensor):
     """Stands in for a tensor while tracing: metadata is symbolic, data is absent.
 
-    It answers every metadata question as a tensor does (``isinstance(x,
-    torch.Tensor)`` included); anything else a body does with it (views,
-    ``.contiguous()``, arithmetic, ``torch.*`` functions) goes to the tracer,
-    which records it as a plan step (``_aten_record``)."""
+    It answers every metadata question as a tensor does; anything else a body
+    does with it (views, ``.contiguous()``, arithmetic, ``torch.*`` functions)
+    goes to the tracer (``__torch_function__``), which records it as a plan step
+    (``_aten_record``). It is a real tensor, a wrapper of the call's layout on
+    the meta device, so that C code that takes it at its word (an entry point
+    that checks ``isinstance(x, torch.Tensor)`` and reads the object) reads a
+    tensor with no data, never garbage: what such code does to it reaches
+    ``__torch_dispatch__``, which refuses it by name."""
+
+    @staticmethod
+    def __new__(cls, tracer: Any, slot: int, name: str, meta: TensorMeta,
+                sizes: Optional[list] = None, strides: Optional[list] = None):
+        return torch.Tensor._make_wrapper_subclass(cls, meta.sizes, strides=meta.strides, dtype=meta.dtype,
+                                                   device="meta")
 
     def __init__(self, tracer: Any, slot: int, name: str, meta: TensorMeta,
                  sizes: Optional[list] = None, strides: Optional[list] = None):
@@ -165,10 +179,6 @@ class TensorProxy:
         self._strides = strides
 
     # -- metadata ---------------------------------------------------------------------
-    @property
-    def __class__(self):  # isinstance(x, torch.Tensor), as for the tensor it stands for
-        return torch.Tensor
-
     def _dim(self, dim: int) -> int:
         dim = int(dim)
         n = self._meta.dim()
@@ -302,10 +312,16 @@ class TensorProxy:
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return torch_function_of_stand_ins(func, args, kwargs)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        # Reached only by code that bypasses torch's Python layer (C++ code handed a stand-in): what it does is
+        # not seen by the tracer, so it cannot be a plan step.
         tracer = current_tracer()
-        if tracer is None:
-            raise TraceError("a torch_tile TensorProxy escaped its op body")
-        return tracer.torch_function(func, args, kwargs or {})
+        message = (f"`{func}` was called on a stand-in by code that torch_tile cannot see into (C++ code given "
+                   "a tensor of the traced call), so it cannot be part of a launch plan")
+        raise tracer.error(message) if tracer is not None else TraceError(message)
 
 
 def _operator(name: str):

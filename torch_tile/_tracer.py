@@ -122,11 +122,18 @@ class _DeferredZeros(TensorProxy):
     non-differentiable output, whose gradient backwards rarely read (autograd.Function
     materialises those zeros on every call)."""
 
+    @staticmethod
+    def __new__(cls, tracer: "Tracer", size: list, dtype: torch.dtype):
+        return TensorProxy.__new__(cls, tracer, -1, "zeros", _DeferredZeros._meta_of(size, dtype))
+
     def __init__(self, tracer: "Tracer", size: list, dtype: torch.dtype):
         self._allocated: Optional[TensorProxy] = None
+        super().__init__(tracer, -1, "zeros", self._meta_of(size, dtype), list(size), list(contiguous_strides(size)))
+
+    @staticmethod
+    def _meta_of(size: list, dtype: torch.dtype) -> TensorMeta:
         values = [s.value if isinstance(s, SymbolicInt) else s for s in size]
-        super().__init__(tracer, -1, "zeros", TensorMeta(values, contiguous_strides(values), dtype), list(size),
-                         list(contiguous_strides(size)))
+        return TensorMeta(values, contiguous_strides(values), dtype)
 
     @property
     def _slot(self) -> int:

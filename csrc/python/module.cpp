@@ -147,9 +147,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("register_op", &register_op, py::arg("qualname"), py::arg("schema"), py::arg("arg_kinds"),
         py::arg("num_returns"),
         py::arg("trace_fn"), py::arg("fallback_fn"), py::arg("dispatch_key") = "CUDA", py::arg("gradient_op") = false,
-        "Registers the native implementation of a defined op for a dispatch key: `trace_fn(args)` returns the plan "
-        "for a call no plan serves, `fallback_fn(args, reason)` runs the body for calls a fallback plan selects (a "
-        "`gradient_op` may return None and its own arguments).");
+        "Registers the native implementation of a defined op for a dispatch key: `trace_fn(args, may_fall_back)` "
+        "returns the plan for a call no plan serves, `fallback_fn(args, reason)` runs the body for calls a fallback "
+        "plan selects (a `gradient_op` may return None and its own arguments).");
   m.def("register_gradient_op", &register_gradient, py::arg("qualname"), py::arg("body"),
         "Declares a registered op the gradient op of differentiable ops; `body(*args)` runs it eagerly.");
   m.def("run_gradient_op_eagerly", [](const std::string& qualname, const std::string& reason) {

@@ -32,13 +32,13 @@ PythonDifferentiableCall::~PythonDifferentiableCall() { release_with_gil(apply_f
 PythonEagerGradient::~PythonEagerGradient() { release_with_gil(body_); }
 
 std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(NativeOp& op, const CallArgs&, const torch::jit::Stack& stack,
-                                                    size_t first) {
+                                                    size_t first, bool may_fall_back) {
   py::gil_scoped_acquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
   const size_t n = op.arg_kinds().size();
   py::tuple args(n);
   for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[first + i]);
-  const py::object plan = trace_fn_(args);
+  const py::object plan = trace_fn_(args, may_fall_back);
   if (!py::isinstance<LaunchPlan>(plan)) {
     fail(ErrorKind::Runtime, op.qualname() + ": the tracer returned " + std::string(py::str(py::type::of(plan))) +
                                  ", not a LaunchPlan");

@@ -21,11 +21,11 @@ class TORCH_TILE_PY_HIDDEN PythonPlanTracer final : public PlanTracer {
       : trace_fn_(std::move(trace_fn)), fallback_fn_(std::move(fallback_fn)) {}
   ~PythonPlanTracer() override;
   std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack& stack,
-                                    size_t first) override;
+                                    size_t first, bool may_fall_back) override;
   void run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n) override;
 
  private:
-  pybind11::object trace_fn_;     // (args tuple) -> LaunchPlan
+  pybind11::object trace_fn_;     // (args tuple, may_fall_back) -> LaunchPlan
   pybind11::object fallback_fn_;  // (args tuple, reason) -> the op's returns, from the body run in Python
 };
 

@@ -27,7 +27,8 @@ namespace {
 // A miss in a process that cannot trace: says which guard each plan fails.
 class BundleTracer final : public PlanTracer {
  public:
-  std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack&, size_t) override {
+  std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack&, size_t,
+                                    bool) override {
     std::string why;
     const int n = op.plans().size();
     for (int i = 0; i < n && i < 4; ++i) why += "\n  plan " + std::to_string(i) + ": " + plan_mismatch(op.plans().at(i), args);

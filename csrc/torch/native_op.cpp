@@ -190,14 +190,16 @@ NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind
   }
 }
 
-const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first) {
+const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first,
+                                     bool may_fall_back) {
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   // Slow path: trace the body once for this case, even if threads race here.
   std::lock_guard<std::mutex> lock(plans_.trace_mutex());
   if (const LaunchPlan* p = plans_.select(args)) return *p;
-  std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first);
-  if (plan->is_fallback() && gradient_op_) {
-    fail(ErrorKind::Runtime, qualname_ + ": a gradient op's body cannot fall back (" + plan->fallback + ")");
+  std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first, may_fall_back && !gradient_op_);
+  if (plan->is_fallback() && !(may_fall_back && !gradient_op_)) {
+    fail(ErrorKind::Runtime, qualname_ + ": the tracer returned a fallback plan where none may be used (" +
+                                 plan->fallback + ")");
   }
   counters().traces.fetch_add(1, std::memory_order_relaxed);
   plan->validate(qualname_, int(arg_kinds_.size()));
@@ -320,7 +322,7 @@ void NativeOp::dry_run(const torch::jit::Stack& stack, KeySink& keys, Ran ran) {
   const c10::IValue* in = stack.data() + first;
   CallArgs args;
   const c10::Device device = read_arguments(in, args, /*any_device=*/true);
-  const LaunchPlan& plan = plan_for(args, stack, first);
+  const LaunchPlan& plan = plan_for(args, stack, first, /*may_fall_back=*/false);
   if (plan.is_fallback()) {
     fail(ErrorKind::NotImplemented, qualname_ + ": this call runs the op body (" + plan.fallback +
                                         "), so it has no launch plan to dry-run");

@@ -20,12 +20,14 @@ class NativeOp;
 
 // Called (rarely) when no plan matches a call: traces the op body for these
 // arguments (`args`, read from `stack` at `first_arg`). The Python layer's
-// takes the GIL and traces; a bundle's explains the miss.
+// takes the GIL and traces; a bundle's explains the miss. Where the body does
+// what no plan holds, a tracer may return a fallback plan if `may_fall_back`
+// (a dry run may not: it wants a native plan, or the reason there is none).
 class PlanTracer {
  public:
   virtual ~PlanTracer() = default;
   virtual std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack& stack,
-                                            size_t first_arg) = 0;
+                                            size_t first_arg, bool may_fall_back) = 0;
   // Runs the op body itself for a call whose plan is a fallback (LaunchPlan::fallback): the `n` arguments on
   // `stack` are replaced by the op's returns. Only tracers that make such plans can run them.
   virtual void run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n);
@@ -103,7 +105,8 @@ class NativeOp {
   };
   TensorArg read_tensor(const at::Tensor& t, size_t i, int64_t index, CallArgs& args, FirstTensor& first,
                         bool any_device) const;
-  const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first);
+  const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first,
+                             bool may_fall_back = true);
   // Selects (or traces) the plan for the arguments on `stack` and runs it as a dry run on their device
   // (launch keys to `keys`); `ran(plan, host, device)` sees what it made while the host lives.
   template <class Ran>

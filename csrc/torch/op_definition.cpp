@@ -369,7 +369,8 @@ class CppBodyTracer final : public PlanTracer {
  public:
   explicit CppBodyTracer(OpBody body) : body_(std::move(body)) {}
 
-  std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack&, size_t) override {
+  std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack&, size_t,
+                                    bool) override {
     detail::PlanUnderConstruction building(op, args);
     LaunchPlan& plan = *building.plan;
     // The case: every tensor argument's dtype and rank, and which optional arguments are None.

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import torch
 
 from ... import _C, _plan
+from ..._errors import CallError
 from ..._expr import SymbolicInt
 from ..._trace_state import body_location
 from ..launch_record import grid_expressions, value_binding
@@ -71,15 +72,16 @@ def record_launch(tracer, kernel: CudaKernel, grid: Any, block: Any, args: tuple
     """Turns one launch of a CUDA C++ kernel in a traced body into a plan step."""
     site = body_location(*tracer.op.sources)
     block = tuple(block) if isinstance(block, (tuple, list)) else (block,)
+    # A launch CUDA cannot make is the call's error on every path (the body run in Python fails the same way).
     if not 1 <= len(block) <= 3:
-        raise tracer.error(f"CUDA kernel {kernel.name}: block {block!r}: 1 to 3 dimensions")
+        raise tracer.error(f"CUDA kernel {kernel.name}: block {block!r}: 1 to 3 dimensions", kind=CallError)
     threads = tuple(_static_int(tracer, "block", b) for b in block) + (1,) * (3 - len(block))
     problem = _C.block_problem(threads)
     if problem:
-        raise tracer.error(f"CUDA kernel {kernel.name}: {problem}")
+        raise tracer.error(f"CUDA kernel {kernel.name}: {problem}", kind=CallError)
     shared = _static_int(tracer, "shared_mem", shared_mem)
     if shared < 0:
-        raise tracer.error(f"CUDA kernel {kernel.name}: shared_mem = {shared} is negative")
+        raise tracer.error(f"CUDA kernel {kernel.name}: shared_mem = {shared} is negative", kind=CallError)
     kinds, bindings = [], []
     for i, value in enumerate(args):
         kind, binding = _bind(tracer, kernel, i, value)
