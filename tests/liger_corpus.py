@@ -30,7 +30,7 @@ from typing import List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from torch_tile import TraceError
+from torch_tile import OpDefinitionError, TraceError
 
 from liger_kernel.ops.attn_res import attn_res_forward
 from liger_kernel.ops.cross_entropy import cross_entropy_forward
@@ -93,8 +93,9 @@ def _refused(case: Case, refused: Refusal, because: str) -> Case:
 
 # How torch_tile refuses what no launch plan can hold (the mechanisms; each entry says why it applies).
 READS_DATA = Refusal(TraceError, r"depends on the tensors' data")
-RETURNS_INPUT_VIEW = Refusal(TraceError, r"returns a view of its input 'q'; as with torch\.library")
-DECLARED_NOT_WRITTEN = Refusal(TraceError, r"mutates_args declares 'q', but no kernel the body launches writes it")
+RETURNS_INPUT_VIEW = Refusal(OpDefinitionError, r"returns a view of its input 'q'; as with torch\.library")
+DECLARED_NOT_WRITTEN = Refusal(OpDefinitionError,
+                               r"mutates_args declares 'q', but no kernel the body launches writes it")
 CAPTURED_TENSOR = Refusal(TraceError, r"`torch\.tensor\(\.\.\.\)` of host values makes a tensor whose data a "
                                       r"launch plan cannot hold")
 COMPLEX_DTYPE = Refusal(TypeError, r"argument 'freqs_cis' expected a dtype a tile kernel can take, got "

@@ -30,16 +30,23 @@ class Case:
     make: Callable[[torch.device], tuple]
     dtype: torch.dtype = f32  # the main input's dtype: picks the tolerance
     gpu_only: str = ""  # why this case cannot run on the CPU path ("" if it can)
-    refused: Optional["Refusal"] = None  # torch_tile refuses this case (overrides the entry's)
-    refused_because: str = ""  # one line: why refusing it is right
+    refused: Optional["Refusal"] = None  # no plan holds this case (overrides the entry's)
+    refused_because: str = ""  # one line: why no plan holds it
 
 
 @dataclass(frozen=True)
 class Refusal:
-    """How torch_tile refuses an op: the error and a regex on its message that names the mechanism."""
+    """Why no launch plan holds an op (or a case): the error its trace raises and a regex on the message that
+    names the mechanism. Calls still run, by the fallback (the body in Python), unless the error says the op or
+    the call itself is wrong (``falls_back`` is False): then the call raises it too."""
 
     error: type
     match: str
+
+    @property
+    def falls_back(self) -> bool:
+        return issubclass(self.error, torch_tile.TraceError) and not issubclass(
+            self.error, (torch_tile.OpDefinitionError, torch_tile.CallError))
 
 
 @dataclass
@@ -56,8 +63,8 @@ class Entry:
     exact: bool = True  # on CUDA the op's outputs equal the library's bit for bit (same kernels, same variants)
     check: Optional[Callable] = None  # for outputs without a deterministic reference: check(outputs, args)
     notes: str = ""  # what in the wrapper a tracer has to handle
-    refused: Optional[Refusal] = None  # torch_tile refuses every case of this op (None: expected to work)
-    refused_because: str = ""  # one line: why refusing it is right
+    refused: Optional[Refusal] = None  # no plan holds any case of this op (None: native)
+    refused_because: str = ""  # one line: why no plan holds it
     trace_needs_gpu: str = ""  # why even tracing the body needs a GPU ("" if it does not)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

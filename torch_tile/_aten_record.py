@@ -28,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _C, _plan
 from ._expr import SymbolicInt, encode_int
+from ._launch_mode import SkipLaunches, launch_mode
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy
 from ._symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked
 from ._trace_state import body_location
@@ -113,7 +114,9 @@ class AtenRecorder:
     def call(self, func, args: tuple, kwargs: dict, what: str):
         shadow_args, shadow_kwargs = pytree.tree_map(self._to_shadow, (args, kwargs))
         try:
-            with torch._C.DisableTorchFunction(), self.shapes.mode, _Recorder(self):
+            # On shadows, for their shapes: an op that launches Triton kernels itself (a torch.library.triton_op)
+            # is one ATen step, whose launches are its own at run time; here they are skipped.
+            with torch._C.DisableTorchFunction(), self.shapes.mode, _Recorder(self), launch_mode(SkipLaunches()):
                 out = func(*shadow_args, **shadow_kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException) as e:
             raise self.tracer.error(f"{what} depends on the tensors' data ({type(e).__name__}: {e}); a launch plan "

@@ -12,7 +12,8 @@ tensor would read garbage. Two such entries are common in real wrappers:
   gradient. The tracer is told (``function_applied``), so the op can give
   calls that need a gradient the Function's own backward.
 * A ``torch.compile``'d helper (Dynamo would trace the stand-ins as tensors):
-  it runs as the plain function it wraps, whose torch calls the tracer records.
+  it runs as the plain function it wraps, whose torch calls the tracer records
+  (as torch runs compiled callables met while it traces itself).
 
 The entries are patched only while some thread traces (refcounted); on every
 other thread, and on this one outside a trace, they behave exactly as before.
@@ -20,6 +21,7 @@ other thread, and on this one outside a trace, they behave exactly as before.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from typing import Any
@@ -86,6 +88,12 @@ class inlined_calls:
     """While at least one trace runs: ``Function.apply`` and torch.compile'd callables run inline on stand-ins."""
 
     def __enter__(self):
+        # This thread's compiled callables run eagerly, by torch's own switch where it has one (it keeps a
+        # fullgraph=True callable's checks quiet); elsewhere by the callback patched below.
+        dynamo = sys.modules.get("torch._dynamo.eval_frame")
+        nested = getattr(dynamo, "_use_eager_on_nested_compile", None)
+        self._eager = nested() if nested is not None else contextlib.nullcontext()
+        self._eager.__enter__()
         with _Patches.lock:
             if _Patches.depth == 0:
                 _Function.apply = classmethod(_routed_apply)
@@ -105,4 +113,5 @@ class inlined_calls:
                 if _Patches.dynamo is not None:
                     _Patches.dynamo._callback_from_stance = _Patches.dynamo_original
                     _Patches.dynamo = _Patches.dynamo_original = None
+        self._eager.__exit__(*exc)
         return False

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import torch
 
 from ._errors import TraceError
-from ._expr import Op, SymbolicInt, sym_max, torch_function_of_stand_ins
+from ._expr import Op, SymbolicInt, sym_max
 from ._trace_state import current_tracer
 
 
@@ -38,9 +38,6 @@ class SymbolicFloat:
     def __repr__(self) -> str:
         return f"SymbolicFloat({self.name} = {self.value})"
 
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return torch_function_of_stand_ins(func, args, kwargs)  # as SymbolicInt's
 
 
 def _specialized(name: str):
@@ -286,6 +283,14 @@ class TensorProxy(torch.Tensor):
         becomes an alignment guard, as Triton's own specialization is)."""
         return self._tracer.data_ptr(self)
 
+    def __getattribute__(self, attr: str):
+        # A tensor method not answered here goes to the tracer as it is called, before torch's argument parser,
+        # which would refuse a symbolic int where a number goes (x.clamp_min(n)).
+        if attr in _ROUTED_METHODS and attr not in _OWN_MEMBERS[type(self)]:
+            return lambda *args, **kwargs: object.__getattribute__(self, "_tracer").tensor_method(
+                attr, self, args, kwargs)
+        return object.__getattribute__(self, attr)
+
     def __getattr__(self, attr: str):
         # Tensor methods and properties not answered above: recorded by the tracer.
         if attr.startswith("_") or not hasattr(torch.Tensor, attr):
@@ -312,7 +317,10 @@ class TensorProxy(torch.Tensor):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return torch_function_of_stand_ins(func, args, kwargs)
+        tracer = current_tracer()
+        if tracer is None:
+            raise TraceError("a torch_tile TensorProxy escaped its op body")
+        return tracer.torch_function(func, args, kwargs or {})
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -322,6 +330,21 @@ class TensorProxy(torch.Tensor):
         message = (f"`{func}` was called on a stand-in by code that torch_tile cannot see into (C++ code given "
                    "a tensor of the traced call), so it cannot be part of a launch plan")
         raise tracer.error(message) if tracer is not None else TraceError(message)
+
+
+# Public tensor methods (what a body calls on a tensor), and what the stand-in classes answer themselves.
+_ROUTED_METHODS = frozenset(name for name, member in vars(torch._C.TensorBase).items()
+                            if not name.startswith("_") and callable(member))
+
+
+class _OwnMembers(dict):
+    def __missing__(self, cls):
+        members = {name for c in cls.__mro__ if not issubclass(torch.Tensor, c) for name in vars(c)}
+        self[cls] = frozenset(members)
+        return self[cls]
+
+
+_OWN_MEMBERS = _OwnMembers()
 
 
 def _operator(name: str):
