@@ -29,6 +29,12 @@ def fresh_triton_cache(tmp_path_factory):
         yield
 
 
+def pytest_configure(config):
+    # Every trace in the suite must hold for the call that traced it: where one does not, the op falls back with
+    # a warning saying so (a user's call still runs), which fails the test here.
+    config.addinivalue_line("filterwarnings", "error:.*does not hold for the call that traced it")
+
+
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 requires_two_gpus = pytest.mark.skipif(
     not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs two CUDA GPUs"

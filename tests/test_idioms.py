@@ -197,6 +197,30 @@ def test_nothing_a_trace_makes_stays_in_user_state():
     assert all("x." not in guard.text for guard in plan.guards)
 
 
+# -- a plan serves the call that traced it -------------------------------------------------------------------------
+
+
+def _checked_copy(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    # Checks libraries make on the outputs they allocate: guards over the arguments, before the output exists.
+    assert out.is_contiguous() and out.stride(0) == x.stride(0) and out.numel() == x.numel()
+    n = x.numel()
+    _scale_kernel[(triton.cdiv(n, 128),)](x, out, n, 1.0, BLOCK=128)
+    return out
+
+
+checked_copy = tt.op(f"{NS}::checked_copy", _checked_copy, fallback=False)
+
+
+def test_a_plan_serves_the_call_that_traced_it():
+    x = torch.randn(6, 40)
+    plan = checked_copy.trace(x)
+    assert all(f"out" not in guard.text for guard in plan.guards)  # the output's layout is the argument's
+    # C++ selects the plan for the same call (the dry run of a CUDA call; it refuses a plan that misses its call).
+    assert len(tt._C.variant_keys(checked_copy.qualname, (x,), {})) == 1
+    torch.testing.assert_close(checked_copy(x), x)
+
+
 # -- what no plan holds: a fallback -----------------------------------------------------------------------------
 
 
@@ -204,21 +228,23 @@ def _scaled_by_max(x: torch.Tensor) -> torch.Tensor:
     return _scaled(x, float(x.abs().max().item()))  # a host value read from the data (a loss's normalizer, ...)
 
 
-scaled_by_max = tt.op(f"{NS}::scaled_by_max", _scaled_by_max)
+# One op per device: the warning is given once per op and reason.
+scaled_by_max = {device: tt.op(f"{NS}::scaled_by_max_{device}", _scaled_by_max) for device in DEVICES}
 scaled_by_max_strict = tt.op(f"{NS}::scaled_by_max_strict", _scaled_by_max, fallback=False)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_body_no_plan_holds_falls_back_warned_counted_and_explained(device):
     x = torch.randn(256, device=device)
+    op = scaled_by_max[device]
     expected = x * x.abs().max()
     before = _fallback_calls()
-    with pytest.warns(RuntimeWarning, match=rf"{NS}::scaled_by_max: calls like this one run the op body in Python "
+    with pytest.warns(RuntimeWarning, match=rf"{op.qualname}: calls like this one run the op body in Python "
                                             r".*test_idioms.py:\d+: `aten.item.default`"):
-        torch.testing.assert_close(scaled_by_max(x), expected)
-    torch.testing.assert_close(scaled_by_max(2 * x), 2 * x * (2 * x).abs().max())
+        torch.testing.assert_close(op(x), expected)
+    torch.testing.assert_close(op(2 * x), 2 * x * (2 * x).abs().max())
     assert _fallback_calls() == before + 2
-    report = tt.explain(scaled_by_max)
+    report = tt.explain(op)
     assert any("aten.item.default" in why for why in report.fallbacks)
     assert "fallback" in str(report)
     with pytest.raises(tt.TraceError, match=rf"{NS}::scaled_by_max_strict: .*`aten.item.default`"):

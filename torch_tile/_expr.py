@@ -265,12 +265,20 @@ def _str_bytes(words, n: int) -> bytes:
     return b"".join(int(w).to_bytes(8, "little", signed=True) for w in words)[:n]
 
 
+def _address(t) -> int:
+    """A tensor's address; 0 (aligned) for one with no data (fake, meta)."""
+    try:
+        return t.data_ptr()
+    except Exception:  # noqa: BLE001 - FakeTensor and friends refuse to have one
+        return 0
+
+
 def evaluate(code, tensors: list, scalars: list):
     """Evaluates bytecode over ``tensors`` (by slot) and the arguments
     ``scalars`` (by argument index: ints, dtypes as ScalarType codes, strs,
     None). Works on ints and on torch SymInts alike: the fake implementation
-    evaluates a plan's output shapes on SymInts this way. An address reads as
-    0 (aligned): fake tensors have none."""
+    evaluates a plan's output shapes on SymInts this way. A tensor with no
+    data (a fake one) has address 0 (aligned)."""
     stack: list = []
     pc = 0
     while pc < len(code):
@@ -280,7 +288,7 @@ def evaluate(code, tensors: list, scalars: list):
             stack.append(int(scalars[code[pc]] is None))
             pc += 1
         elif op == Op.DATA_PTR:
-            stack.append(0)
+            stack.append(_address(tensors[code[pc]]))
             pc += 1
         elif op == Op.LIST_LEN:
             stack.append(len(scalars[code[pc]]))

@@ -281,6 +281,7 @@ class TileOp:
         allows it)."""
         try:
             plan = tracer.run()
+            tracer.check_own_call(plan)
         except Exception as e:
             if not (fall_back and _fallback.may_fall_back(self, e)):
                 raise

@@ -718,6 +718,21 @@ class Tracer(GuardSink, LaunchMode):
             backward=self._backward_spec(backward),
         )
 
+    def check_own_call(self, plan: _plan.LaunchPlan) -> None:
+        """Every guard of the plan must hold for the call that traced it: a plan that refused its own call would
+        be traced again at every call. Evaluated here, in Python, as C++ evaluates it."""
+        tensors = [self._input_values.get(slot) for slot in range(self.num_inputs)]
+        for arg, dtype, ndim in self.tensor_guards:
+            if (tensors[arg].dtype, tensors[arg].dim()) != (dtype, ndim):
+                raise TraceError(f"{self.op.qualname}: the traced plan's tensor guard on slot {arg} does not hold for "
+                                 "the call that traced it")
+        scalars = [_C.enum_code(v) if isinstance(v, torch.dtype) else
+                   [concrete(i) for i in v] if isinstance(v, list) else concrete(v) for v in self.stand_ins]
+        for guard in plan.guards:  # after the trace: its modes are gone
+            if not _expr.evaluate(guard.code, tensors, scalars):
+                raise TraceError(f"{self.op.qualname}: the traced plan's guard `{guard.text}` does not hold for the "
+                                 "call that traced it")
+
     def fallback_plan(self, reason: str) -> _plan.LaunchPlan:
         """The plan of calls that run the body itself (see _fallback.py): the guards taken up to where the trace
         failed (every call that passes them takes the same path to the same failure), and why."""

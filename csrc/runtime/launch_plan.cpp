@@ -139,7 +139,11 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
     if (slot < 0 || slot >= num_slots) bad_plan(op, "references a bad slot");
   };
   for (const TensorGuard& g : tensor_guards) check_slot(g.arg);
-  for (const Expr& g : guards) g.validate();
+  for (const Expr& g : guards) {
+    g.validate();
+    // Guards select the plan before any step runs: they read the arguments only.
+    if (g.max_slot_read() >= first_made(num_args)) bad_plan(op, "has a guard `" + g.text + "` on a tensor it makes");
+  }
   if (num_shape_guards < 0 || size_t(num_shape_guards) > guards.size()) bad_plan(op, "has a bad shape-guard count");
   if (is_fallback() && (!order.empty() || !outputs.empty() || backward != nullptr)) {
     bad_plan(op, "runs its body in the host language and also has steps, outputs or a backward");
