@@ -215,7 +215,7 @@ checked_copy = tt.op(f"{NS}::checked_copy", _checked_copy, fallback=False)
 def test_a_plan_serves_the_call_that_traced_it():
     x = torch.randn(6, 40)
     plan = checked_copy.trace(x)
-    assert all(f"out" not in guard.text for guard in plan.guards)  # the output's layout is the argument's
+    assert all("out" not in guard.text for guard in plan.guards)  # the output's layout is the argument's
     # C++ selects the plan for the same call (the dry run of a CUDA call; it refuses a plan that misses its call).
     assert len(tt._C.variant_keys(checked_copy.qualname, (x,), {})) == 1
     torch.testing.assert_close(checked_copy(x), x)
