@@ -1495,6 +1495,7 @@ def _attn_case(id, dtype=f32, *, B=2, T=24, HQ=4, H=2, K=16, V=16, gate=False, w
 # The entries
 # ================================================================================================
 
+_LRU_TILING = "; block sizes from @lru_cache'd _fused_recurrent_tiling(K, V) (called with the sizes)"
 _GATED_RECURRENT_NOTES = ("@input_guard (.contiguous() of every tensor, a device context), "
                           "{}.apply, a final-state allocation chosen by output_final_state, "
                           "scale defaulting to K ** -0.5 (float math on a size), @triton.heuristics on None pointers")
@@ -1832,7 +1833,8 @@ ENTRIES = [
               _simple_gla_case("f32-varlen", varlen=True),
               _simple_gla_case("bf16", bf16),
           ], namespace=NS, tol_scale=5,
-        notes=_GATED_RECURRENT_NOTES.format("FusedRecurrentFunction") + "; cu_seqlens: N = len(cu_seqlens) - 1"),
+        notes=(_GATED_RECURRENT_NOTES.format("FusedRecurrentFunction") + _LRU_TILING
+               + "; cu_seqlens: N = len(cu_seqlens) - 1")),
     Entry("chunk_simple_gla", "fla.ops.chunk_simple_gla (ChunkSimpleGLAFunction.apply)", chunk_simple_gla,
           _simple_gla_ref, [
               _simple_gla_case("f32", T=40),
@@ -1841,7 +1843,8 @@ ENTRIES = [
               _simple_gla_case("bf16", bf16, T=40),
           ], namespace=NS, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
         notes="@torch.compiler.disable entry, chunk_size.bit_length(), @autocast_custom_fwd, chunk_local_cumsum "
-              "then chunk_fwd_h then chunk_fwd_o (three autotuned launches, 144-config autotune), "
+              "then chunk_fwd_h then chunk_fwd_o (three autotuned launches; chunk_fwd_h's 48 configs come from a block "
+              "list chosen at import by check_shared_mem()), "
               "check_shared_mem (a functools.cache'd device query), cu_seqlens -> prepare_chunk_indices (reads data)"),
     Entry("parallel_simple_gla", "fla.ops.parallel_simple_gla (ParallelSimpleGLAFunction.apply)",
           parallel_simple_gla, parallel_simple_gla_ref, [
@@ -1854,7 +1857,7 @@ ENTRIES = [
         _gla_case("f32"),
         _gla_case("f32-gv-reverse", gv=True, h0=False, reverse=True),
         _gla_case("f16", f16),
-    ], namespace=NS, tol_scale=5, notes=_GATED_RECURRENT_NOTES.format("FusedRecurrentFunction")),
+    ], namespace=NS, tol_scale=5, notes=_GATED_RECURRENT_NOTES.format("FusedRecurrentFunction") + _LRU_TILING),
     Entry("chunk_gla", "fla.ops.chunk_gla (ChunkGLAFunction.apply)", chunk_gla, chunk_gla_ref, [
         _gla_case("f32", T=40, with_gv=False),
         _gla_case("f16", f16, T=40, with_gv=False),
@@ -1881,7 +1884,8 @@ ENTRIES = [
               _linear_attn_case("f32"),
               _linear_attn_case("f32-reverse", h0=False, reverse=True, scale=0.5),
               _linear_attn_case("f16", f16),
-          ], namespace=NS, tol_scale=5, notes="a thin wrapper over fused_recurrent_simple_gla with g=None"),
+          ], namespace=NS, tol_scale=5,
+        notes="a thin wrapper over fused_recurrent_simple_gla with g=None" + _LRU_TILING),
     Entry("fused_recurrent_linear_attn_normalized", "fla.ops.fused_recurrent_linear_attn(normalize=True)",
           fused_recurrent_linear_attn_normalized, linear_attn_normalized_ref, [
               _positive_qk_case("f32"),
@@ -1909,7 +1913,7 @@ ENTRIES = [
               _delta_case("f16", f16, gated=True),
               _delta_case("f32-varlen", gated=True, varlen=True),
           ], namespace=NS, tol_scale=5,
-        notes="HV value heads over H q/k heads, IS_BETA_HEADWISE from beta.ndim, many Optional tensors as "
+        notes="HV value heads over H q/k heads, IS_BETA_HEADWISE=beta.ndim != v.ndim, many Optional tensors as "
               "None pointers (gk, gv, A_log, dt_bias), tl.range loop"),
     Entry("chunk_gated_delta_rule", "fla.ops.chunk_gated_delta_rule (ChunkGatedDeltaRuleFunction.apply)",
           chunk_gated_delta_rule, gated_delta_rule_ref, [
