@@ -15,6 +15,7 @@ from typing import Callable, Optional
 import torch
 
 from ._plan import ExprOp
+from ._trace_state import current_tracer
 
 
 # The opcodes, from the C++ runtime (csrc/runtime/expr.h).
@@ -221,6 +222,21 @@ class SymbolicInt:
     def encode(self) -> tuple[list[int], str]:
         return [int(c) for c in self.code], self.text
 
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # torch's argument parser takes an object that is not a Python number where a number goes (a Scalar, a
+        # dim: torch.arange(n)) only through this protocol: the call goes to the tracer, as one on a stand-in
+        # tensor does (sizes given as separate arguments are _inlined_calls' part).
+        return torch_function_of_stand_ins(func, args, kwargs)
+
+
+
+def torch_function_of_stand_ins(func, args, kwargs):
+    """A torch call given a stand-in: recorded by this thread's tracer."""
+    tracer = current_tracer()
+    if tracer is None:
+        raise ValueError(f"a torch_tile stand-in was passed to {getattr(func, '__name__', func)} outside its trace")
+    return tracer.torch_function(func, args, kwargs or {})
 
 
 def sym_min(a, b):

@@ -11,6 +11,11 @@ tensor would read garbage. Two such entries are common in real wrappers:
   accepts what a forward keeps for its backward: a traced call needs no
   gradient. The tracer is told (``function_applied``), so the op can give
   calls that need a gradient the Function's own backward.
+* torch's factories that take sizes as separate arguments (``torch.empty(m, n)``):
+  torch's argument parser reads a first size that takes part in
+  ``__torch_function__`` (as stand-in ints do, to be accepted where numbers go)
+  as a size list of its own and refuses the call, so while this thread traces,
+  a call given a stand-in goes to the tracer before the parser.
 * A ``torch.compile``'d helper (Dynamo would trace the stand-ins as tensors):
   it runs as the plain function it wraps, whose torch calls the tracer records
   (as torch runs compiled callables met while it traces itself).
@@ -29,6 +34,7 @@ from typing import Any
 import torch
 from torch.autograd.function import _is_setup_context_defined
 
+from ._expr import SymbolicInt
 from ._trace_state import current_tracer
 
 _Function = torch.autograd.Function
@@ -70,6 +76,25 @@ def _routed_apply(cls, *args, **kwargs):
     return cls.forward(InlinedContext(len(args)), *args, **kwargs)
 
 
+# torch's factories whose sizes may be given as separate arguments.
+_SIZE_FACTORIES = ("empty", "zeros", "ones", "rand", "randn")
+_original_factories = {name: getattr(torch, name) for name in _SIZE_FACTORIES}
+
+
+def _routed_factory(name: str):
+    original = _original_factories[name]
+
+    def factory(*args, **kwargs):
+        tracer = current_tracer()
+        if tracer is None or not any(isinstance(a, (SymbolicInt, torch.Tensor)) for a in args):
+            return original(*args, **kwargs)
+        return tracer.torch_function(original, args, kwargs)
+    return factory
+
+
+_routed_factories = {name: _routed_factory(name) for name in _SIZE_FACTORIES}
+
+
 def _routed_callback_from_stance(original):
     def callback_from_stance(callback):
         # None: the compiled callable runs the function it wraps, as under torch.compiler.set_stance("force_eager").
@@ -97,6 +122,8 @@ class inlined_calls:
         with _Patches.lock:
             if _Patches.depth == 0:
                 _Function.apply = classmethod(_routed_apply)
+                for name, factory in _routed_factories.items():
+                    setattr(torch, name, factory)
                 # Only a program that imported Dynamo can have compiled callables; nothing is imported here.
                 dynamo = sys.modules.get("torch._dynamo.eval_frame")
                 if dynamo is not None and hasattr(dynamo, "_callback_from_stance"):
@@ -110,6 +137,8 @@ class inlined_calls:
             _Patches.depth -= 1
             if _Patches.depth == 0:
                 _Function.apply = _original_apply
+                for name, factory in _original_factories.items():
+                    setattr(torch, name, factory)
                 if _Patches.dynamo is not None:
                     _Patches.dynamo._callback_from_stance = _Patches.dynamo_original
                     _Patches.dynamo = _Patches.dynamo_original = None

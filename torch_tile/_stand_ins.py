@@ -11,7 +11,7 @@ from typing import Any, Optional
 import torch
 
 from ._errors import TraceError
-from ._expr import Op, SymbolicInt, sym_max
+from ._expr import Op, SymbolicInt, sym_max, torch_function_of_stand_ins
 from ._trace_state import current_tracer
 
 
@@ -38,6 +38,10 @@ class SymbolicFloat:
     def __repr__(self) -> str:
         return f"SymbolicFloat({self.name} = {self.value})"
 
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return torch_function_of_stand_ins(func, args, kwargs)  # as SymbolicInt's
+
 
 
 def _specialized(name: str):
@@ -60,20 +64,38 @@ def concrete_float(value: Any) -> Any:
     return value.specialize() if isinstance(value, SymbolicFloat) else value
 
 
-class SymbolicAddress(SymbolicInt):
-    """``x.data_ptr()`` of an argument: good for alignment checks only
-    (``% n`` and ``& mask``, then a comparison, make an alignment guard)."""
+# The alignment torch's allocators give every allocation (CUDA's caching allocator: 512 bytes; CPU: 64): what a
+# plan assumes of the address of a tensor it makes.
+ALLOCATION_ALIGNMENT = 64
 
-    __slots__ = ()
+
+class SymbolicAddress(SymbolicInt):
+    """``x.data_ptr()``: good for alignment checks only (``% n`` and ``& mask``,
+    then a comparison, make an alignment guard). ``alignment``: for a tensor the
+    plan makes, what its allocation's address is known to be a multiple of (its
+    expression is its offset from there); 0 for an argument's address."""
+
+    __slots__ = ("alignment",)
+
+    def __init__(self, code, text: str, value: int, sink, alignment: int = 0):
+        super().__init__(code, text, value, sink)
+        self.alignment = alignment
 
     def _refuse(self, *_args, **_kwargs):
         raise self.sink.error(f"`{self.text}` is an address: a launch plan can only check its alignment "
                               "(`% 16 == 0`, `& 15 == 0`); pass the tensor itself to kernels")
 
+    def _within_alignment(self, modulus) -> None:
+        if self.alignment and not (isinstance(modulus, int) and 0 < modulus and self.alignment % modulus == 0):
+            raise self.sink.error(f"`{self.text} % {modulus}`: a tensor the op makes is known to be aligned to "
+                                  f"{self.alignment} bytes, not more")
+
     def __mod__(self, o):
+        self._within_alignment(o)
         return SymbolicInt(self.code, self.text, self.value, self.sink) % o
 
     def __and__(self, o):
+        self._within_alignment(o + 1 if isinstance(o, int) else o)
         return SymbolicInt(self.code, self.text, self.value, self.sink) & o
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __floordiv__ = __rmod__ = _refuse
@@ -326,10 +348,7 @@ class TensorProxy(torch.Tensor):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        tracer = current_tracer()
-        if tracer is None:
-            raise TraceError("a torch_tile TensorProxy escaped its op body")
-        return tracer.torch_function(func, args, kwargs or {})
+        return torch_function_of_stand_ins(func, args, kwargs)
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):

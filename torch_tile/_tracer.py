@@ -25,7 +25,7 @@ from . import _C, _aten_record, _descriptors, _escapes, _expr, _plan, _stand_ins
 from ._aten_record import AtenRecorder
 from ._backward import native_spec
 from ._call_arguments import KERNEL_DTYPES, check_call_arguments
-from ._errors import OpDefinitionError, TraceError, TraceOverflowError
+from ._errors import CallError, OpDefinitionError, TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
 from ._inlined_calls import inlined_calls
 from ._launch_mode import LaunchMode, TuningLaunches, WarmedUpKernel, launch_mode
@@ -170,6 +170,7 @@ class Tracer(GuardSink, LaunchMode):
         self.order: list[_plan.PlanStep] = []
         self.num_made = 0  # tensors the plan makes: they take the slots after the arguments
         self._view_base: dict[int, int] = {}  # view slot -> base slot
+        self._byte_offset: dict[int, Any] = {}  # view slot -> bytes from its root's element 0 (an int expression)
         # empty_like slot -> its symbolic (sizes, strides), decided when a shadow first needs them
         self._like_dims: dict[int, Any] = {}
         self._aten_writes: list[tuple[int, str]] = []  # (slot, operator) an in-place ATen step writes
@@ -397,6 +398,8 @@ class Tracer(GuardSink, LaunchMode):
         slot = self._made(_plan.StepKind.VIEW, len(self.views) - 1)
         self.num_made += 1
         self._view_base[slot] = base._slot
+        # Its address, from its root's: bytes past the root's element 0 (the base's offset plus its own).
+        self._byte_offset[slot] = self._byte_offset.get(base._slot, 0) + offset * base._meta.dtype.itemsize
         return TensorProxy(self, slot, f"{base._name}_view{slot}", meta, sizes, strides)
 
     def add_aten_step(self, step, metas: list, written_slots: Optional[list] = None) -> list:
@@ -415,22 +418,34 @@ class Tracer(GuardSink, LaunchMode):
         return slot
 
     def data_ptr(self, proxy: TensorProxy):
-        if proxy._slot >= self.num_inputs or proxy._sizes is not None:
-            raise self.error(f"`{proxy._name}.data_ptr()`: only an argument's address can be read (for alignment "
-                             "checks, as `x.data_ptr() % 16 == 0`)")
-        arg = self._input_values[proxy._slot]
-        try:
-            address = int(arg.data_ptr())
-        except Exception:  # fake and meta tensors have no data: read as aligned
-            address = 0
-        return _stand_ins.SymbolicAddress((Op.DATA_PTR, proxy._slot), f"{proxy._name}.data_ptr()", address, self)
+        """``x.data_ptr()``, for alignment checks: an argument's address (read per call), or a tensor the plan
+        makes, whose memory the caching allocator aligns (ALLOCATION_ALIGNMENT), plus a view's offset."""
+        root = self.root_slot(proxy._slot)
+        offset = self._byte_offset.get(proxy._slot, 0)
+        name = f"{proxy._name}.data_ptr()"
+        if root < self.num_inputs:
+            try:
+                address = int(self._input_values[root].data_ptr())
+            except Exception:  # fake and meta tensors have no data: read as aligned
+                address = 0
+            base = SymbolicInt((Op.DATA_PTR, root), f"{self._inputs[root]._name}.data_ptr()", address, self)
+            alignment = 0
+        else:
+            base, alignment = SymbolicInt((Op.CONST, 0), "0", 0, self), _stand_ins.ALLOCATION_ALIGNMENT
+        total = base + offset
+        return _stand_ins.SymbolicAddress(total.code, name, total.value, self, alignment=alignment)
 
     def factory(self, func, args: tuple, kwargs: dict) -> TensorProxy:
         name, zero = _FACTORIES[func]
         kwargs = dict(kwargs)
-        for unsupported in ("layout", "pin_memory", "requires_grad", "out", "names"):
-            if kwargs.pop(unsupported, None) not in (None, False, torch.strided):
+        for unsupported in ("out", "names"):
+            if kwargs.pop(unsupported, None) is not None:
                 raise self.error(f"{name}(..., {unsupported}=...) is not supported in an op body")
+        if kwargs.pop("layout", None) not in (None, torch.strided):
+            raise self.error(f"{name}(layout=...): the tensors a launch plan makes are strided")
+        if kwargs.pop("pin_memory", None) and self.device.type != "cpu":
+            raise self.error(f"{name}(pin_memory=True) pins host memory; the op's tensors are on {self.device}")
+        kwargs.pop("requires_grad", None)  # an op's outputs get their autograd from the op, as torch.library's
         memory_format = kwargs.pop("memory_format", None)
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
@@ -438,13 +453,11 @@ class Tracer(GuardSink, LaunchMode):
             raise self.error(f"{name}() got unsupported arguments {sorted(kwargs)}")
         if name in ("empty_like", "zeros_like"):
             (src,) = args
-            if memory_format not in (None, torch.preserve_format):
-                raise self.error(f"{name}(memory_format={memory_format}) is not supported; use the default")
             if device is not None:
                 self._device_of(device)
-            return self._alloc_like(src, dtype or src.dtype, zero)
-        if memory_format not in (None, torch.contiguous_format):
-            raise self.error(f"{name}(memory_format={memory_format}) is not supported; use the default")
+            if memory_format in (None, torch.preserve_format):
+                return self._alloc_like(src, dtype or src.dtype, zero)
+            return self._alloc_in(memory_format, list(src.size()), dtype or src.dtype, zero, name)
         if name in ("new_empty", "new_zeros"):
             src, *size = args
             dtype = dtype or src.dtype
@@ -456,7 +469,29 @@ class Tracer(GuardSink, LaunchMode):
         if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
             size = list(size[0])
         self._drop_parse_guards(size)
-        return self._alloc(size, dtype, zero)
+        return self._alloc_in(memory_format or torch.contiguous_format, size, dtype, zero, name)
+
+    # The dimension order of each channels-last memory format, outermost stride first, by rank.
+    _CHANNELS_LAST = {torch.channels_last: (4, [0, 2, 3, 1]), torch.channels_last_3d: (5, [0, 2, 3, 4, 1])}
+
+    def _alloc_in(self, memory_format, size: list, dtype: torch.dtype, zero: bool, name: str) -> TensorProxy:
+        """An allocation of ``size`` laid out in ``memory_format``: contiguous, or channels-last (a contiguous
+        allocation of the permuted sizes, viewed in the logical order: the layout torch gives it)."""
+        if memory_format == torch.contiguous_format:
+            return self._alloc(size, dtype, zero)
+        if memory_format not in self._CHANNELS_LAST:
+            raise self.error(f"{name}(memory_format={memory_format}): a launch plan allocates contiguous and "
+                             "channels-last layouts", kind=CallError)
+        rank, order = self._CHANNELS_LAST[memory_format]
+        if len(size) != rank:
+            raise self.error(f"{name}(memory_format={memory_format}) needs {rank} sizes, got {len(size)}",
+                             kind=CallError)
+        base = self._alloc([size[d] for d in order], dtype, zero)
+        sizes, strides = [None] * rank, [None] * rank
+        for position, d in enumerate(order):
+            sizes[d], strides[d] = base.size(position), base.stride(position)
+        meta = TensorMeta([concrete(s) for s in sizes], [concrete(s) for s in strides], dtype)
+        return self.add_view(base, meta, sizes, strides, 0)
 
     def check_dtype(self, dtype, what: str = "allocation") -> None:
         """A tensor the body makes (``what``) must have a dtype tile kernels take."""
