@@ -10,7 +10,7 @@ class OpDefinitionError(TraceError):
     path, never a fallback, as torch.library refuses it too."""
 
 
-class CallError(TraceError):
+class CallError(TraceError, ValueError):
     """This call cannot run as it is on any path (run in Python, the body would fail too, or compute what no
     kernel wrote): an error, never a fallback. E.g. a new autotuning key during CUDA-graph capture."""
 

@@ -281,6 +281,27 @@ def _str_bytes(words, n: int) -> bytes:
     return b"".join(int(w).to_bytes(8, "little", signed=True) for w in words)[:n]
 
 
+# Words after each opcode that has operands (STR_EQ: 2, then its string's words).
+_OPERANDS = {Op.CONST: 1, Op.SIZE: 2, Op.STRIDE: 2, Op.NUMEL: 1, Op.SCALAR: 1, Op.IS_NONE: 1, Op.DATA_PTR: 1,
+             Op.FLOAT_BITS: 1, Op.LIST_LEN: 1, Op.LIST_ITEM: 2, Op.STR_EQ: 2}
+
+
+def substitute(code, replace) -> list[int]:
+    """``code`` with each operation that has operands (an atom: ``(op, *operands)``) replaced by
+    ``replace(atom)`` (bytecode), where that is not None."""
+    out, pc = [], 0
+    while pc < len(code):
+        op = Op(code[pc])
+        width = 1 + _OPERANDS.get(op, 0)
+        if op == Op.STR_EQ:
+            width += (code[pc + 2] + 7) // 8
+        atom = tuple(int(c) for c in code[pc:pc + width])
+        replacement = replace(atom) if width > 1 else None
+        out.extend(atom if replacement is None else replacement)
+        pc += width
+    return out
+
+
 def _address(t) -> int:
     """A tensor's address; 0 (aligned) for one with no data (fake, meta)."""
     try:

@@ -211,8 +211,6 @@ class TensorProxy(torch.Tensor):
         d = self._dim(dim)
         if self._sizes is not None:
             return self._sizes[d]
-        if self._made():
-            return self._tracer.shadow_dims_of_slot(self._slot)[0][d]
         return SymbolicInt((Op.SIZE, self._slot, d), f"{self._name}.size({d})", self._meta.sizes[d], self._tracer)
 
     def stride(self, dim: Optional[int] = None):
@@ -221,23 +219,17 @@ class TensorProxy(torch.Tensor):
         d = self._dim(dim)
         if self._strides is not None:
             return self._strides[d]
-        if self._made():
-            return self._tracer.shadow_dims_of_slot(self._slot)[1][d]
         return SymbolicInt((Op.STRIDE, self._slot, d), f"{self._name}.stride({d})", self._meta.strides[d], self._tracer)
 
-    def _made(self) -> bool:
-        """A tensor the plan makes: its sizes and strides are expressions over the arguments (a plan's guards and
-        launches are evaluated on the arguments, some before the tensor exists), never reads of its own slot."""
-        return self._slot >= self._tracer.num_inputs
 
     @property
     def shape(self):
         return self.size()
 
     def numel(self):
-        if self._sizes is not None or self._made():
+        if self._sizes is not None:
             n = 1
-            for s in self.size():
+            for s in self._sizes:
                 n = n * s
             return n
         return SymbolicInt((Op.NUMEL, self._slot), f"{self._name}.numel()", self._meta.numel(), self._tracer)

@@ -8,6 +8,7 @@ on sizes become guards. See docs/ARCHITECTURE.md, "One miss".
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -241,7 +242,7 @@ class Tracer(GuardSink, LaunchMode):
 
     # -- GuardSink -------------------------------------------------------------------------------
     def add_guard(self, code, text, origin=None):
-        code = tuple(int(c) for c in code)
+        code = tuple(_expr.substitute(code, self._atom_over_arguments))
         if code in self.guards:
             return
         self.guards[code] = text
@@ -250,6 +251,20 @@ class Tracer(GuardSink, LaunchMode):
             self._parse_candidates.append((code, origin, _calling_instruction()))
         else:
             self._parse_candidates.clear()
+
+    def _atom_over_arguments(self, atom: tuple):
+        """A guard's read of a tensor the plan makes (an empty_like output's strides, read by the launches after
+        it exists) as the expression over the arguments it is: guards select the plan before anything is made."""
+        op, slot = Op(atom[0]), atom[1] if len(atom) > 1 else -1
+        if op not in (Op.SIZE, Op.STRIDE, Op.NUMEL) or slot < self.num_inputs:
+            return None
+        sizes, strides = self.shadow_dims_of_slot(slot)
+        if op == Op.NUMEL:
+            value = math.prod(sizes) if not any(isinstance(s, SymbolicInt) for s in sizes) else \
+                functools.reduce(lambda a, b: a * b, sizes)
+        else:
+            value = (sizes if op == Op.SIZE else strides)[atom[2]]
+        return _expr.encode_int(value, self)[0]
 
     def note_arithmetic(self):
         self._parse_candidates.clear()
