@@ -176,8 +176,7 @@ NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind
   if (arg_kinds_.size() > size_t(kMaxOpArgs)) {
     fail(ErrorKind::NotImplemented, qualname_ + ": more than " + std::to_string(kMaxOpArgs) + " arguments");
   }
-  const c10::FunctionSchema& defined =
-      c10::Dispatcher::singleton().findSchemaOrThrow(qualname_.c_str(), "").schema();
+  const c10::FunctionSchema& defined = defined_op(qualname_).schema();
   if (defined.arguments().size() != arg_kinds_.size()) {
     fail(ErrorKind::Runtime, qualname_ + ": the argument kinds do not match the schema's arguments");
   }
