@@ -472,10 +472,11 @@ class Tracer(GuardSink, LaunchMode):
     def _dims_like(self, src: TensorProxy) -> tuple[list, list]:
         """Symbolic sizes and strides of empty_like(src), for shadows only (so
         plans that never need them carry no guard): a contiguous source's
-        layout is contiguous; any other is specialised to this call's."""
+        strides, as torch's empty_like keeps them; any other layout is
+        specialised to this call's."""
         sizes, strides = self.shadow_dims(src)
         if is_contiguous(sizes, strides):
-            return list(sizes), list(contiguous_strides(sizes))
+            return list(sizes), list(strides)
         m = src._meta
         for v in (*sizes, *strides):
             if isinstance(v, SymbolicInt):
