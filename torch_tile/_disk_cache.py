@@ -51,6 +51,8 @@ import warnings
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Optional
 
+from . import _process_locks
+
 FORMAT = b"torch_tile-cache-2"  # 2: the entry records its key
 FORMAT_FAMILY = b"torch_tile-cache-"  # entries of other versions of the format are misses
 ENTRY_SUFFIX = ".entry"
@@ -124,7 +126,7 @@ class DiskCache:
         self.directory = os.path.abspath(directory or default_directory())
         self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
         self._warned: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = _process_locks.lock()
         self._trust_shared = os.environ.get("TORCH_TILE_CACHE_TRUST_SHARED") == "1"
         self._estimated_bytes: Optional[int] = None  # the directory's size as this process knows it
         self.usable = self._prepare()
@@ -364,11 +366,18 @@ class DiskCache:
             if fd is None:
                 yield  # cannot lock: at worst, several processes compile
                 return
+            with _writer_locks_lock:
+                _writer_locks[fd] = threading.get_ident()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)  # not left to close: a forked child may share the descriptor
             finally:
-                os.close(fd)  # releases the lock
+                with _writer_locks_lock:
+                    del _writer_locks[fd]
+                os.close(fd)
 
     def get_or_build(self, key: str, build: Callable[[], tuple[dict, bytes]],
                      validate: Optional[Validator] = None) -> tuple[dict, bytes]:
@@ -454,8 +463,25 @@ class DiskCache:
         return len(entries)
 
 
+# Descriptors of held writer locks, by the thread holding each. A flock belongs to the open file, which a
+# forked child shares: the child's copy of another thread's descriptor would keep the lock after the parent
+# released it, so the child closes those.
+_writer_locks: dict[int, int] = {}
+_writer_locks_lock = _process_locks.lock()
+
+
+@_process_locks.after_fork_in_child
+def _close_other_threads_writer_locks() -> None:
+    forking_thread = threading.get_ident()
+    for fd, holder in list(_writer_locks.items()):
+        if holder != forking_thread:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            del _writer_locks[fd]
+
+
 _active: Optional[DiskCache] = None
-_active_lock = threading.Lock()
+_active_lock = _process_locks.lock()
 
 
 def active() -> DiskCache:

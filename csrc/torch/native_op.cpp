@@ -192,7 +192,7 @@ NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind
 const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first) {
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   // Slow path: trace the body once for this case, even if threads race here.
-  std::lock_guard<std::mutex> lock(plans_.trace_mutex());
+  std::lock_guard<ForkSafeMutex> lock(plans_.trace_mutex());
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first);
   counters().traces.fetch_add(1, std::memory_order_relaxed);
@@ -430,7 +430,7 @@ int NativeOp::install_plans(const OpPlans& in) {
     p.validate(qualname_, int(arg_kinds_.size()));
     check_signature(p);
   }
-  std::lock_guard<std::mutex> lock(plans_.trace_mutex());
+  std::lock_guard<ForkSafeMutex> lock(plans_.trace_mutex());
   for (const LaunchPlan& p : in.plans) {
     auto plan = std::make_unique<LaunchPlan>(p);
     resolve_aten_steps(qualname_, *plan);
