@@ -202,7 +202,7 @@ def _bad_grid(d: int, value: int) -> tuple:
 @pytest.mark.parametrize("d, value", [(0, -24), (1, -1), (2, -3), (0, 2**31), (1, 65536), (2, 70000)])
 def test_grid_dimension_out_of_range_names_op_site_and_value(path, d, value):
     if path == "cpu" and value > 2**20:
-        pytest.skip("before the check, the interpreter would run 2^31 programs")
+        pytest.skip("unchecked, the interpreter would run 2^31 programs (the trace path covers this value)")
     with pytest.raises(ValueError, match=rf"hardening::grid_copy: grid dimension {d} of kernel grid_copy_kernel "
                                          rf"\(launched at [^)]*hardening_ops\.py:\d+\) is {value} \(`g[xyz]`\); "
                                          rf"expected 0 to {GRID_LIMITS[d]}"):
