@@ -120,7 +120,7 @@ def test_bad_namespaces_are_refused(qualname, reason):
     assert qualname not in registered_ops()
 
 
-# In a fresh process: before this check, defining aten::add changed torch's own op for the whole process.
+# In a fresh process: an op defined as aten::add would change torch's own op for the whole process.
 RESERVED = textwrap.dedent("""
     import json, torch
     import torch_tile as tt
