@@ -58,3 +58,18 @@ def raw_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     n = x.numel()
     raw_add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128)
     return out
+
+
+@triton.jit
+def grid_copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    program = tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * tl.program_id(2))
+    offsets = program * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+@tt.op("hardening::grid_copy")
+def grid_copy(x: torch.Tensor, gx: int, gy: int, gz: int) -> torch.Tensor:
+    """The first gx * gy * gz blocks of 128 elements of x, copied by a (gx, gy, gz) grid; zeros elsewhere."""
+    out = torch.zeros_like(x)
+    grid_copy_kernel[(gx, gy, gz)](x, out, x.numel(), BLOCK=128)
+    return out

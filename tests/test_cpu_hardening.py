@@ -12,7 +12,7 @@ import torch
 import torch_tile as tt
 from torch_tile import kernels  # noqa: F401  (registers tile::add, tile::add_)
 
-from hardening_ops import alloc, alloc_strict, copy_both, copy_into, flag_copy, raw_add
+from hardening_ops import alloc, alloc_strict, copy_both, copy_into, flag_copy, grid_copy, raw_add
 
 
 # -- partially overlapping in-place arguments ------------------------------------------------------------
@@ -179,3 +179,57 @@ def test_comparing_tensors_in_a_body_is_refused_not_a_python_bool():
         compare_tensors.trace(torch.randn(4), torch.randn(4))
     with pytest.raises(RuntimeError, match="Boolean value of Tensor with more than one value is ambiguous"):
         compare_tensors(torch.randn(4), torch.randn(4))  # run in Python (a fallback), as torch would run it
+
+
+# -- grid dimensions -----------------------------------------------------------------------------------
+
+GRID_LIMITS = (2**31 - 1, 65535, 65535)  # CUDA's, on every GPU torch_tile runs on
+
+
+def _call_on(path: str, grid: tuple):
+    """grid_copy on a 4-element tensor with ``grid`` through one path: the CPU interpreter, a trace, the
+    meta (fake) implementation, or a dry run of the C++ plan executor (after a call that installed the plan,
+    so that the executor evaluates the grid, not the trace)."""
+    if path == "cpu":
+        return grid_copy(torch.randn(4), *grid)
+    if path == "trace":
+        return grid_copy.trace(torch.randn(4), *grid)
+    if path == "meta":
+        return grid_copy(torch.empty(4, device="meta"), *grid)
+    x = torch.randn(4)
+    tt._C.variant_keys(grid_copy.qualname, (x, 1, 1, 1), {})
+    return tt._C.variant_keys(grid_copy.qualname, (x, *grid), {})
+
+
+def _bad_grid(d: int, value: int) -> tuple:
+    grid = [1, 1, 1]
+    grid[d] = value
+    return tuple(grid)
+
+
+@pytest.mark.parametrize("path", ["cpu", "trace", "meta", "dry_run"])
+@pytest.mark.parametrize("d, value", [(0, -24), (1, -1), (2, -3), (0, 2**31), (1, 65536), (2, 70000)])
+def test_grid_dimension_out_of_range_names_op_site_and_value(path, d, value):
+    if path == "cpu" and value > 2**20:
+        pytest.skip("unchecked, the interpreter would run 2^31 programs (the trace path covers this value)")
+    with pytest.raises(ValueError, match=rf"hardening::grid_copy: grid dimension {d} of kernel grid_copy_kernel "
+                                         rf"\(launched at [^)]*hardening_ops\.py:\d+\) is {value} \(`g[xyz]`\); "
+                                         rf"expected 0 to {GRID_LIMITS[d]}"):
+        _call_on(path, _bad_grid(d, value))
+
+
+@pytest.mark.parametrize("grid", [(0, 1, 1), (3, 0, 1), (3, 2, 0)])
+def test_grid_dimension_zero_launches_nothing(grid):
+    x = torch.randn(1000)
+    torch.testing.assert_close(grid_copy(x, *grid), torch.zeros_like(x), rtol=0, atol=0)
+    assert grid_copy(torch.empty(1000, device="meta"), *grid).shape == (1000,)
+    assert tt._C.variant_keys(grid_copy.qualname, (x, *grid), {}) == []  # no launch, no kernel key
+
+
+def test_grid_at_the_limits_is_taken():
+    x = torch.randn(2 * 128 * 3)
+    expected = x.clone()
+    torch.testing.assert_close(grid_copy(x, 2, 1, 3), expected, rtol=0, atol=0)
+    for grid in [(GRID_LIMITS[0], 1, 1), (1, GRID_LIMITS[1], 1), (1, 1, GRID_LIMITS[2])]:
+        assert grid_copy(torch.empty(4, device="meta"), *grid).shape == (4,)
+        assert len(tt._C.variant_keys(grid_copy.qualname, (torch.randn(4), *grid), {})) == 1

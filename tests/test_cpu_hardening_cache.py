@@ -17,6 +17,10 @@ import random
 import shutil
 import stat
 import struct
+import subprocess
+import sys
+import textwrap
+import time
 import warnings
 
 import pytest
@@ -165,6 +169,21 @@ def test_entry_that_is_not_a_regular_file_is_not_opened_for_reading(cache):
     entry, compiled, messages = _compile(kid, words)
     assert compiled and any("is not a regular file" in m for m in messages)
     assert stat.S_ISREG(os.lstat(path).st_mode)  # replaced by the rebuilt entry
+
+
+def test_entry_that_is_a_directory_is_not_used_and_the_variant_compiled(cache):
+    kid, words, key = _variant(K.add, torch.randn(1000), torch.randn(1000))
+    _compile(kid, words)
+    path = cache._path(key)
+    os.unlink(path)
+    os.mkdir(path)
+    entry, compiled, messages = _compile(kid, words)
+    assert compiled and any("is not a regular file" in m for m in messages), messages
+    assert entry["cubin"]
+    cache.max_bytes = 0
+    cache.evict()  # the directory is not an entry: neither counted nor removed
+    assert cache.info()["entries"] == 0 and os.path.isdir(path)
+    cache.clear()
 
 
 def test_trusted_shared_directory_still_follows_no_link(tmp_path, monkeypatch):
@@ -438,3 +457,77 @@ def test_first_write_counts_what_other_processes_wrote(tmp_path):
     second = _disk_cache.DiskCache(directory, max_bytes=3 * size)  # another process, same directory
     second.store("99" * 32, {"i": 99}, ENTRY)
     assert len(second.entries()) == 3 and second.info()["bytes"] <= 3 * size
+
+
+def test_entries_dated_in_the_future_do_not_get_new_entries_evicted(tmp_path):
+    # Clock skew or a copied cache: entries whose use time is in the future.
+    probe = _disk_cache.DiskCache(str(tmp_path / "probe"))
+    size = _entry_bytes(probe)
+    directory = str(tmp_path / "c")
+    c = _disk_cache.DiskCache(directory, max_bytes=3 * size)
+    keys = [f"{i:02d}" * 32 for i in range(6)]
+    future = time.time() + 86400
+    for i in range(3):
+        c.store(keys[i], {"i": i}, ENTRY)
+        os.utime(c._path(keys[i]), (future + i, future + i))
+    c.store(keys[3], {"i": 3}, ENTRY)  # compiled now: kept, a future-dated entry goes
+    assert c.load(keys[3]) == ({"i": 3}, ENTRY) and len(c.entries()) == 3
+    for i in (4, 5):  # later processes use it, then compile their own: it stays, and so do theirs
+        later = _disk_cache.DiskCache(directory, max_bytes=3 * size)
+        assert later.load(keys[3]) == ({"i": 3}, ENTRY)
+        later.store(keys[i], {"i": i}, ENTRY)
+        assert later.load(keys[i]) == ({"i": i}, ENTRY) and len(later.entries()) == 3
+    assert {k for k in keys if os.path.exists(c._path(k))} == {keys[3], keys[4], keys[5]}
+
+
+def test_the_entry_just_written_is_never_evicted(tmp_path):
+    probe = _disk_cache.DiskCache(str(tmp_path / "probe"))
+    size = _entry_bytes(probe)
+    c = _disk_cache.DiskCache(str(tmp_path / "c"), max_bytes=size // 2)  # smaller than one entry
+    c.store("aa" * 32, {"i": 0}, ENTRY)
+    assert c.load("aa" * 32) == ({"i": 0}, ENTRY)
+    c.store("bb" * 32, {"i": 1}, ENTRY)  # the older one goes, the new one stays
+    assert c.load("bb" * 32) == ({"i": 1}, ENTRY) and c.load("aa" * 32) is None
+
+
+# -- 6. the default directory --------------------------------------------------------------------------
+
+# Run with no HOME and no passwd entry for the uid (pwd refuses it, as in containers run as an
+# unnamed uid): where the cache goes, what torch's own cache would use, and the warnings.
+NO_HOME = textwrap.dedent("""
+    import json, os, pwd, warnings
+
+    def no_entry(uid):
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    pwd.getpwuid = no_entry
+    assert os.path.expanduser("~") == "~"
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    from torch_tile import _disk_cache
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        first, second = _disk_cache.DiskCache(), _disk_cache.DiskCache()
+    print(json.dumps({"directory": first.directory, "again": second.directory, "usable": first.usable,
+                      "torch": default_cache_dir(), "warnings": [str(w.message) for w in seen],
+                      "mode": os.stat(first.directory).st_mode & 0o777}))
+""")
+
+
+def test_without_a_home_directory_the_cache_is_private_and_in_the_temporary_directory(tmp_path):
+    work, temporary = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    temporary.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HOME", "TORCH_TILE_CACHE_DIR", "USER", "LOGNAME", "LNAME", "USERNAME")}
+    env.update({"TMPDIR": str(temporary), "PYTHONPATH": base.ROOT, "TORCH_TILE_TEST_SUBPROCESS": "1"})
+    done = subprocess.run([sys.executable, "-c", NO_HOME], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    # torch's caches go to <tmp>/torchinductor_<user>; torch_tile's beside them.
+    assert report["torch"] == os.path.join(str(temporary), "torchinductor_" + f"uid_{os.getuid()}")
+    assert report["directory"] == report["again"] == report["torch"].replace("torchinductor_", "torch_tile_")
+    assert report["usable"] and report["mode"] == 0o700
+    assert os.listdir(work) == []  # no "~" directory in the working directory
+    said = [w for w in report["warnings"] if "home directory" in w]
+    assert len(said) == 1 and report["directory"] in said[0] and "TORCH_TILE_CACHE_DIR" in said[0], report

@@ -217,8 +217,9 @@ def test_a_plan_serves_the_call_that_traced_it():
     x = torch.randn(6, 40)
     plan = checked_copy.trace(x)
     read = set()
+    slot_reads = (Op.SIZE, Op.STRIDE, Op.NUMEL)
     for guard in plan.guards:  # the slots guards read: the argument's only (the output's layout is the argument's)
-        substitute(guard.code, lambda atom: read.add(atom[1]) if Op(atom[0]) in (Op.SIZE, Op.STRIDE, Op.NUMEL) else None)
+        substitute(guard.code, lambda atom: read.add(atom[1]) if Op(atom[0]) in slot_reads else None)
     assert read == {0}
     # C++ selects the plan for the same call (the dry run of a CUDA call; it refuses a plan that misses its call).
     assert len(tt._C.variant_keys(checked_copy.qualname, (x,), {})) == 1

@@ -26,6 +26,9 @@ once can fail with ``SystemError: AST constructor recursion depth mismatch``
 interpreter, and a garbage collection during construction can switch
 threads). It is held only around the steps that parse, inside the
 code-generation lock when both are held, never the other way round.
+
+A child made by ``os.fork()`` gets both free of what the parent's other
+threads held (``_process_locks``); the forking thread keeps its own holds.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from typing import Iterator, Optional
+
+from . import _process_locks
 
 
 class ReadersWriterLock:
@@ -106,8 +111,17 @@ class ReadersWriterLock:
                 self._writer = None
                 self._condition.notify_all()
 
+    def forget_other_threads(self) -> None:
+        """In a forked child, where only the forking thread exists: what it holds stays held, the rest is free."""
+        exclusive = self._depth("exclusive")
+        self._condition = threading.Condition(threading.Lock())
+        self._writers_waiting = 0
+        self._writer = threading.get_ident() if exclusive else None
+        self._readers = 1 if self._depth("shared") and not exclusive else 0
+
 
 _lock = ReadersWriterLock()
+_process_locks.after_fork_in_child(_lock.forget_other_threads)
 
 
 def code_generation() -> contextlib.AbstractContextManager:
@@ -120,7 +134,7 @@ def interpretation() -> contextlib.AbstractContextManager:
     return _lock.exclusive()
 
 
-_parsing = threading.RLock()  # re-entrant: a kernel's cache_key parses its @triton.jit dependencies too
+_parsing = _process_locks.rlock()  # re-entrant: a kernel's cache_key parses its @triton.jit dependencies too
 
 
 def source_parsing() -> contextlib.AbstractContextManager:

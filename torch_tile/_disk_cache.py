@@ -20,12 +20,13 @@ users can write to is not trusted (loading a cubin is running code): it is
 ignored with a warning unless ``TORCH_TILE_CACHE_TRUST_SHARED=1``. Inside it,
 the cache follows no symbolic link: a subdirectory or entry that is a link, a
 subdirectory or entry not owned by this user or writable by others (unless
-shared directories are trusted) and an entry that is not a regular file are
-reported and not used: the variant is compiled instead and nothing is written
-through a link.
+shared directories are trusted) and an entry that is not a regular file (a
+directory, a FIFO) are reported and not used: the variant is compiled instead
+and nothing is written through a link.
 
 The directory is bounded (least recently used entries are evicted beyond
-``max_bytes``, from ``TORCH_TILE_CACHE_MAX_BYTES``: see ``parse_bytes``). A
+``max_bytes``, from ``TORCH_TILE_CACHE_MAX_BYTES``: see ``parse_bytes``; never
+the entry just written; see ``evict`` for entries dated in the future). A
 process scans the directory once, at its first write, then adds what it writes
 to that estimate and scans (and evicts) again only when the estimate passes the
 bound; what other processes wrote meanwhile is counted at that scan.
@@ -36,15 +37,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
+import getpass
 import hashlib
 import json
 import os
 import re
 import stat
+import tempfile
 import threading
+import time
 import warnings
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Optional
+
+from . import _process_locks
 
 FORMAT = b"torch_tile-cache-2"  # 2: the entry records its key
 FORMAT_FAMILY = b"torch_tile-cache-"  # entries of other versions of the format are misses
@@ -62,7 +69,30 @@ Validator = Callable[[dict, bytes], Optional[str]]
 
 
 def default_directory() -> str:
-    return os.environ.get("TORCH_TILE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_tile")
+    """``$TORCH_TILE_CACHE_DIR``, else ``~/.cache/torch_tile``. Without a home directory (HOME unset and no
+    passwd entry for the user, as in containers run under an unnamed uid), a private directory in the
+    temporary directory, where torch keeps its own caches (``torchinductor_<user>``): ``torch_tile_<user>``."""
+    configured = os.environ.get("TORCH_TILE_CACHE_DIR")
+    if configured:
+        return configured
+    home = os.path.expanduser("~")
+    if os.path.isabs(home):
+        return os.path.join(home, ".cache", "torch_tile")
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError, ImportError):  # no name for the uid (KeyError before Python 3.13)
+        user = f"uid_{os.getuid()}"
+    directory = os.path.join(tempfile.gettempdir(), "torch_tile_" + re.sub(r'[\\/:*?"<>|]', "_", user))
+    _warn_no_home(directory)
+    return directory
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_no_home(directory: str) -> None:
+    """Says once per process where the cache went for lack of a home directory."""
+    warnings.warn(f"torch_tile cache: no home directory (HOME is unset and the user has no passwd entry); "
+                  f"compiled kernels are kept in {directory}. Set TORCH_TILE_CACHE_DIR to choose the directory",
+                  RuntimeWarning, stacklevel=4)
 
 
 def parse_bytes(text: str, variable: str = MAX_BYTES_VARIABLE) -> int:
@@ -96,7 +126,7 @@ class DiskCache:
         self.directory = os.path.abspath(directory or default_directory())
         self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
         self._warned: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = _process_locks.lock()
         self._trust_shared = os.environ.get("TORCH_TILE_CACHE_TRUST_SHARED") == "1"
         self._estimated_bytes: Optional[int] = None  # the directory's size as this process knows it
         self.usable = self._prepare()
@@ -226,12 +256,16 @@ class DiskCache:
                 else:
                     self._warn_once("read", f"cannot read {path} ({e.strerror}); compiling instead")
                 return None
-            with os.fdopen(fd, "rb") as f:
+            try:
                 st = os.fstat(fd)
                 why = self._distrusted(st) if stat.S_ISREG(st.st_mode) else "is not a regular file"
-                if why is not None:
-                    self._refuse(path, why)
-                    return None
+            except OSError as e:
+                why = f"cannot be read ({e.strerror})"
+            if why is not None:  # checked before os.fdopen, which raises for a directory
+                os.close(fd)
+                self._refuse(path, why)
+                return None
+            with os.fdopen(fd, "rb") as f:
                 data = f.read()
                 with contextlib.suppress(OSError):
                     os.utime(fd)
@@ -306,16 +340,16 @@ class DiskCache:
                 self._warn_once("write", f"cannot write {path} ({e.strerror}); this process keeps its kernels in "
                                          "memory")
                 return
-        self._account(len(data))
+        self._account(len(data), path)
 
-    def _account(self, written: int) -> None:
-        """Adds a write to the size estimate; scans and evicts only past the bound."""
+    def _account(self, written: int, path: str) -> None:
+        """Adds the write of ``path`` to the size estimate; scans and evicts only past the bound."""
         with self._lock:
             known = self._estimated_bytes
             if known is not None:
                 self._estimated_bytes = known + written
         if known is None or known + written > self.max_bytes:
-            self.evict()  # the first write scans once; the scan sets the estimate
+            self.evict(keep=path)  # the first write scans once; the scan sets the estimate
 
     @contextlib.contextmanager
     def writer_lock(self, key: str) -> Iterator[None]:
@@ -332,11 +366,18 @@ class DiskCache:
             if fd is None:
                 yield  # cannot lock: at worst, several processes compile
                 return
+            with _writer_locks_lock:
+                _writer_locks[fd] = threading.get_ident()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)  # not left to close: a forked child may share the descriptor
             finally:
-                os.close(fd)  # releases the lock
+                with _writer_locks_lock:
+                    del _writer_locks[fd]
+                os.close(fd)
 
     def get_or_build(self, key: str, build: Callable[[], tuple[dict, bytes]],
                      validate: Optional[Validator] = None) -> tuple[dict, bytes]:
@@ -356,7 +397,8 @@ class DiskCache:
 
     # -- the directory ---------------------------------------------------------------------------------
     def entries(self) -> list[tuple[str, int, float]]:
-        """(path, bytes, last use) of every entry (links are listed, not followed)."""
+        """(path, bytes, last use) of every entry (links are listed, not followed; a directory with an
+        entry's name is not an entry)."""
         found = []
         if not os.path.isdir(self.directory):
             return found
@@ -364,20 +406,31 @@ class DiskCache:
             if not sub.is_dir(follow_symlinks=False):
                 continue
             for e in os.scandir(sub.path):
-                if e.name.endswith(ENTRY_SUFFIX):
+                if e.name.endswith(ENTRY_SUFFIX) and not e.is_dir(follow_symlinks=False):
                     with contextlib.suppress(FileNotFoundError):
                         st = e.stat(follow_symlinks=False)
                         found.append((e.path, st.st_size, st.st_mtime))
         return found
 
-    def evict(self) -> int:
-        """Removes least recently used entries until the total fits ``max_bytes``; returns how many."""
-        entries = self.entries()
+    def evict(self, keep: Optional[str] = None) -> int:
+        """Removes least recently used entries until the total fits ``max_bytes``, never the entry ``keep``
+        (the one just written); returns how many. An entry last used in the future (clock skew, a copied
+        cache) is re-dated to now: kept as the newest forever, it would have every new entry evicted in
+        its place, and compiled again by the next process."""
+        now = time.time()
+        entries = []
+        for path, size, used in self.entries():
+            if used > now:
+                with contextlib.suppress(OSError):
+                    os.utime(path, (now, now), follow_symlinks=False)
+            entries.append((path, size, min(used, now)))
         total = sum(size for _, size, _ in entries)
         removed = 0
         for path, size, _ in sorted(entries, key=lambda e: e[2]):
             if total <= self.max_bytes:
                 break
+            if path == keep:
+                continue
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
                 removed += 1
@@ -410,8 +463,25 @@ class DiskCache:
         return len(entries)
 
 
+# Descriptors of held writer locks, by the thread holding each. A flock belongs to the open file, which a
+# forked child shares: the child's copy of another thread's descriptor would keep the lock after the parent
+# released it, so the child closes those.
+_writer_locks: dict[int, int] = {}
+_writer_locks_lock = _process_locks.lock()
+
+
+@_process_locks.after_fork_in_child
+def _close_other_threads_writer_locks() -> None:
+    forking_thread = threading.get_ident()
+    for fd, holder in list(_writer_locks.items()):
+        if holder != forking_thread:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            del _writer_locks[fd]
+
+
 _active: Optional[DiskCache] = None
-_active_lock = threading.Lock()
+_active_lock = _process_locks.lock()
 
 
 def active() -> DiskCache:

@@ -20,13 +20,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 import traceback
 import warnings
 from typing import TYPE_CHECKING
 
 import torch
 
+from . import _process_locks
 from ._errors import CallError, OpDefinitionError, TraceError
 from ._launch_mode import direct_launches, launch_mode
 from .frontends.triton.interpret import InterpretLaunches
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 _TORCH_TILE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY_DIRS = (_TORCH_TILE_DIR, os.path.dirname(os.path.abspath(torch.__file__)))
 _warned: set[tuple[str, str]] = set()
-_warned_lock = threading.Lock()
+_warned_lock = _process_locks.lock()
 
 
 def may_fall_back(op: "TileOp", error: BaseException) -> bool:

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch.autograd.function import _is_setup_context_defined
 
+from . import _process_locks
 from ._expr import SymbolicInt
 from ._trace_state import current_tracer
 
@@ -103,10 +104,39 @@ def _routed_callback_from_stance(original):
 
 
 class _Patches:
-    lock = threading.Lock()
-    depth = 0
+    lock = _process_locks.lock()
+    depth = 0  # traces running, in all threads
+    held = threading.local()  # .depth: this thread's share (a forked child keeps only the forking thread's)
     dynamo: Any = None  # torch._dynamo.eval_frame, patched (if it was imported when the first trace began)
     dynamo_original: Any = None
+
+    @staticmethod
+    def apply() -> None:
+        _Function.apply = classmethod(_routed_apply)
+        for name, factory in _routed_factories.items():
+            setattr(torch, name, factory)
+        # Only a program that imported Dynamo can have compiled callables; nothing is imported here.
+        dynamo = sys.modules.get("torch._dynamo.eval_frame")
+        if dynamo is not None and hasattr(dynamo, "_callback_from_stance"):
+            _Patches.dynamo, _Patches.dynamo_original = dynamo, dynamo._callback_from_stance
+            dynamo._callback_from_stance = _routed_callback_from_stance(_Patches.dynamo_original)
+
+    @staticmethod
+    def undo() -> None:
+        _Function.apply = _original_apply
+        for name, factory in _original_factories.items():
+            setattr(torch, name, factory)
+        if _Patches.dynamo is not None:
+            _Patches.dynamo._callback_from_stance = _Patches.dynamo_original
+            _Patches.dynamo = _Patches.dynamo_original = None
+
+
+@_process_locks.after_fork_in_child
+def _forget_other_threads() -> None:
+    """In a forked child only the forking thread's traces remain: the entries stay patched only for them."""
+    _Patches.depth = getattr(_Patches.held, "depth", 0)
+    if _Patches.depth == 0:
+        _Patches.undo()
 
 
 class inlined_calls:
@@ -121,26 +151,16 @@ class inlined_calls:
         self._eager.__enter__()
         with _Patches.lock:
             if _Patches.depth == 0:
-                _Function.apply = classmethod(_routed_apply)
-                for name, factory in _routed_factories.items():
-                    setattr(torch, name, factory)
-                # Only a program that imported Dynamo can have compiled callables; nothing is imported here.
-                dynamo = sys.modules.get("torch._dynamo.eval_frame")
-                if dynamo is not None and hasattr(dynamo, "_callback_from_stance"):
-                    _Patches.dynamo, _Patches.dynamo_original = dynamo, dynamo._callback_from_stance
-                    dynamo._callback_from_stance = _routed_callback_from_stance(_Patches.dynamo_original)
+                _Patches.apply()
             _Patches.depth += 1
+        _Patches.held.depth = getattr(_Patches.held, "depth", 0) + 1
         return self
 
     def __exit__(self, *exc):
+        _Patches.held.depth -= 1
         with _Patches.lock:
             _Patches.depth -= 1
             if _Patches.depth == 0:
-                _Function.apply = _original_apply
-                for name, factory in _original_factories.items():
-                    setattr(torch, name, factory)
-                if _Patches.dynamo is not None:
-                    _Patches.dynamo._callback_from_stance = _Patches.dynamo_original
-                    _Patches.dynamo = _Patches.dynamo_original = None
+                _Patches.undo()
         self._eager.__exit__(*exc)
         return False

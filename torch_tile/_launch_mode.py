@@ -19,6 +19,7 @@ from torch._library.triton import set_wrap_triton_enabled
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
+from . import _process_locks
 from ._codegen_lock import code_generation
 
 
@@ -80,9 +81,9 @@ class SkipLaunches(LaunchMode):
         return None
 
 
-_local = threading.local()
-_patch_lock = threading.Lock()
-_patch_depth = 0
+_local = threading.local()  # .mode; .depth: this thread's share of _patch_depth
+_patch_lock = _process_locks.lock()
+_patch_depth = 0  # launch_mode scopes open in all threads: Triton is patched while there is one
 _original_runs = {JITFunction: JITFunction.run, Autotuner: Autotuner.run}
 
 
@@ -141,6 +142,12 @@ def _route_cutile(on: bool) -> None:
         _cutile_original = None
 
 
+def _unpatch() -> None:
+    for cls, run in _original_runs.items():
+        cls.run = run
+    _route_cutile(False)
+
+
 @contextlib.contextmanager
 def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
     """Routes this thread's Triton launches (and cuTile's ``ct.launch``) to ``mode`` for the duration.
@@ -153,6 +160,7 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
                 cls.run = run
         _route_cutile(True)  # on every entry: a body may be the first to import cuda.tile
         _patch_depth += 1
+    _local.depth = getattr(_local, "depth", 0) + 1
     previous = getattr(_local, "mode", None)
     _local.mode = mode
     try:
@@ -160,12 +168,20 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
             yield mode
     finally:
         _local.mode = previous
+        _local.depth -= 1
         with _patch_lock:
             _patch_depth -= 1
             if _patch_depth == 0:
-                for cls, run in _original_runs.items():
-                    cls.run = run
-                _route_cutile(False)
+                _unpatch()
+
+
+@_process_locks.after_fork_in_child
+def _forget_other_threads() -> None:
+    """In a forked child only the forking thread's scopes remain open: Triton stays patched only for them."""
+    global _patch_depth
+    _patch_depth = getattr(_local, "depth", 0)
+    if _patch_depth == 0:
+        _unpatch()
 
 
 def current_mode() -> Optional[LaunchMode]:

@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 import triton
 
-from . import _C, _disk_cache, _fallback, _plan
+from . import _C, _disk_cache, _fallback, _op_names, _plan
 from ._backward import SavedLayout, gradient_body
 from ._errors import TraceError
 from ._fake import fake_call
@@ -54,10 +54,8 @@ class TileOp:
 
     def __init__(self, qualname: str, fn: Callable, mutates_args: Union[str, Iterable[str]] = (),
                  schema: Optional[str] = None, gradient_of: Optional["TileOp"] = None, fallback: bool = True):
-        if "::" not in qualname:
-            raise ValueError(f"torch_tile.op: name must be 'namespace::name', got {qualname!r}")
+        self.namespace, self.name, self.overload_name = _op_names.parse(qualname)  # before anything is registered
         self.qualname = qualname
-        self.namespace, self.name = qualname.split("::", 1)
         self.fn = fn
         # Whether calls whose body no plan can hold run the body itself (_fallback.py); a gradient op's never do.
         self.fallback = fallback and gradient_of is None
@@ -92,10 +90,12 @@ class TileOp:
                             f"list[Tensor] or None, got ({', '.join(returns)})")
         self.num_returns = len(parsed.returns)
         self._lib = torch.library.Library(self.namespace, "FRAGMENT")
-        self._lib.define(self.name + schema)
-        self.overload = getattr(getattr(torch.ops, self.namespace), self.name).default
+        op_name = qualname.split("::", 1)[1]  # name[.overload], as torch.library's define and impl take it
+        self._lib.define(op_name + schema)
+        packet = getattr(getattr(torch.ops, self.namespace), self.name)
+        self.overload = getattr(packet, self.overload_name or "default")
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
-        self._lib.impl(self.name, self._interpret, "CPU")
+        self._lib.impl(op_name, self._interpret, "CPU")
         # A gradient op (see _backward.py) is the traced backward of `gradient_of`.
         self.gradient_of = gradient_of
         _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, self._fallback_call,
@@ -112,9 +112,10 @@ class TileOp:
         # Whether the body calls an autograd.Function (None: no trace has run yet); see differentiates_itself.
         self.body_calls_function: Optional[bool] = None
         self.fallback_calls: dict[str, int] = {}  # why a fallback plan ran the body -> how many calls (explain)
-        # Python calls skip torch.ops' generic argument parsing (see csrc/python/fast_caller.h).
-        packet = getattr(getattr(torch.ops, self.namespace), self.name)
-        packet._op = _C.fast_caller(qualname, packet._op)
+        # Python calls skip torch.ops' generic argument parsing (see csrc/python/fast_caller.h); the packet's
+        # own call resolves among its overloads, so it is this op's only while the op is its only overload.
+        if packet.overloads() == [self.overload_name or "default"]:
+            packet._op = _C.fast_caller(qualname, packet._op)
         self.overload._op = _C.fast_caller(qualname, self.overload._op)
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
@@ -160,7 +161,8 @@ class TileOp:
         if op is None:
             self._gradient_count += 1  # names are never reused: a defined op stays defined
             suffix = f"_{self._gradient_count}" if self._gradient_count > 1 else ""
-            name = f"{self.namespace}_grad::{self.name}{suffix}"
+            overload = f".{self.overload_name}" if self.overload_name else ""
+            name = f"{self.namespace}_grad::{self.name}{suffix}{overload}"
             tensor_args = [_plan.value_kind(k) == ArgKind.TENSOR for k in self.arg_kinds]
             op = TileOp(name, gradient_body(self.qualname, layout, self.backward_fn, tensor_args),
                         schema=layout.schema(), gradient_of=self)
@@ -469,7 +471,9 @@ def op(qualname: str, fn: Optional[Callable] = None, *, mutates_args: Union[str,
     ``num_warps=4 if BLOCK < 2048 else 8``) is allowed and becomes guards.
 
     Args:
-        qualname: ``"namespace::name"``; the op appears as ``torch.ops.namespace.name``.
+        qualname: ``"namespace::name"``; the op appears as ``torch.ops.namespace.name``. With an overload
+            name, ``"namespace::name.overload"``, as ``torch.ops.namespace.name.overload`` (see
+            ``_op_names`` for the names refused).
         mutates_args: names of tensor arguments the kernels write (as in
             ``torch.library.custom_op``).
         schema: explicit schema string such as ``"(Tensor x, int n) -> Tensor"``;

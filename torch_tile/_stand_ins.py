@@ -5,6 +5,7 @@ record what the body does with it."""
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Any, Optional
 
@@ -125,23 +126,26 @@ def contiguous_strides(sizes) -> tuple:
 
 
 def is_contiguous(sizes, strides) -> bool:
-    """torch's contiguity rule (size-1 dimensions' strides do not count); on
-    symbolic ints each comparison is a guard."""
+    """torch's contiguity rule (c10's _compute_contiguous): a tensor with no
+    element is contiguous, and size-1 dimensions' strides do not count. On
+    symbolic ints each comparison is a guard (the element count is asked only
+    of layouts the strides do not already make contiguous)."""
     expected = 1
     for size, stride in zip(reversed(sizes), reversed(strides)):
         if size != 1:
             if stride != expected:
-                return False
+                return bool(math.prod(sizes) == 0)
             expected = size * expected
     return True
 
 
 def is_non_overlapping_and_dense(sizes, strides) -> bool:
-    """torch's rule (c10::TensorImpl::is_non_overlapping_and_dense), on plain tuples."""
+    """torch's rule (c10::TensorImpl::is_non_overlapping_and_dense: contiguous,
+    or contiguous in some order of the dimensions longer than 1), on plain tuples."""
+    if is_contiguous(sizes, strides):
+        return True
     expected = 1
-    for size, stride in sorted(zip(sizes, strides), key=lambda p: p[1]):
-        if size == 1:
-            continue
+    for size, stride in sorted(((s, st) for s, st in zip(sizes, strides) if s >= 2), key=lambda p: p[1]):
         if stride != expected:
             return False
         expected *= size

@@ -22,7 +22,7 @@ from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from triton.runtime.autotuner import Autotuner
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import _C, _aten_record, _descriptors, _escapes, _expr, _plan, _stand_ins, _symbolic_shapes
+from . import _C, _aten_record, _descriptors, _escapes, _expr, _plan, _process_locks, _stand_ins, _symbolic_shapes
 from ._aten_record import AtenRecorder
 from ._backward import native_spec
 from ._call_arguments import KERNEL_DTYPES, check_call_arguments
@@ -94,8 +94,9 @@ class _SymbolicTritonHelpers:
     launch time (_descriptors.py). Refcounted; both behave exactly as Triton's
     for real values, so overlap with other threads is harmless."""
 
-    _lock = threading.Lock()
-    _depth = 0
+    _lock = _process_locks.lock()
+    _depth = 0  # in all threads
+    _held = threading.local()  # .depth: this thread's share (a forked child keeps only the forking thread's)
 
     def __enter__(self):
         with self._lock:
@@ -103,13 +104,29 @@ class _SymbolicTritonHelpers:
                 triton.next_power_of_2 = _expr.next_power_of_2
                 _descriptors.install_traced_post_init()
             _SymbolicTritonHelpers._depth += 1
+        self._held.depth = getattr(self._held, "depth", 0) + 1
 
     def __exit__(self, *exc):
+        self._held.depth -= 1
         with self._lock:
             _SymbolicTritonHelpers._depth -= 1
             if _SymbolicTritonHelpers._depth == 0:
-                triton.next_power_of_2 = _original_next_power_of_2
-                _descriptors.restore_post_init()
+                self._restore()
+
+    @staticmethod
+    def _restore():
+        triton.next_power_of_2 = _original_next_power_of_2
+        _descriptors.restore_post_init()
+
+    @classmethod
+    def forget_other_threads(cls):
+        """In a forked child: only the forking thread's traces remain."""
+        cls._depth = getattr(cls._held, "depth", 0)
+        if cls._depth == 0:
+            cls._restore()
+
+
+_process_locks.after_fork_in_child(_SymbolicTritonHelpers.forget_other_threads)
 
 
 def _returned(result) -> list:
@@ -559,10 +576,11 @@ class Tracer(GuardSink, LaunchMode):
     def _dims_like(self, src: TensorProxy) -> tuple[list, list]:
         """Symbolic sizes and strides of empty_like(src), for shadows only (so
         plans that never need them carry no guard): a contiguous source's
-        layout is contiguous; any other is specialised to this call's."""
+        strides, as torch's empty_like keeps them; any other layout is
+        specialised to this call's."""
         sizes, strides = self.shadow_dims(src)
         if is_contiguous(sizes, strides):
-            return list(sizes), list(contiguous_strides(sizes))
+            return list(sizes), list(strides)
         m = src._meta
         for v in (*sizes, *strides):
             if isinstance(v, SymbolicInt):

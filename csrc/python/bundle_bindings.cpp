@@ -14,6 +14,7 @@
 #include "../runtime/kernel_registry.h"
 #include "../torch/error_translation.h"
 #include "../torch/native_op.h"
+#include "../torch/op_library.h"
 #include "op_named.h"
 #include "plan_bindings.h"
 
@@ -143,7 +144,7 @@ py::dict loaded_without_gil(Load load) {
 // (kernel id, key words) of each launch a call with these arguments makes.
 py::list variant_keys(const std::string& qualname, const py::tuple& args, const py::dict& kwargs) {
   const std::shared_ptr<NativeOp> op = op_named(qualname);
-  const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), "");
+  const c10::OperatorHandle handle = defined_op(qualname);
   torch::jit::Stack stack = torch::jit::createStackForSchema(handle.schema(), args, kwargs, std::nullopt);
   std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> keys;
   {

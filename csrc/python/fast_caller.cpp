@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../torch/op_library.h"
 #include "op_named.h"
 
 namespace py = pybind11;
@@ -195,7 +196,7 @@ PyMethodDef kFastCallDef = {"tile_op_call", reinterpret_cast<PyCFunction>(reinte
 
 py::object make_fast_caller(const std::string& qualname, py::object fallback) {
   const std::shared_ptr<NativeOp> native_op = op_named(qualname);
-  auto* caller = new FastCaller{c10::Dispatcher::singleton().findSchemaOrThrow(qualname.c_str(), ""), qualname,
+  auto* caller = new FastCaller{defined_op(qualname), qualname,
                                 native_op->arg_kinds(), native_op->arg_names(), size_t(native_op->num_returns()),
                                 native_op->returns_list(), fallback.release().ptr()};
   py::object capsule = py::reinterpret_steal<py::object>(PyCapsule_New(caller, kCapsuleName, destroy_caller));

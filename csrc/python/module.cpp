@@ -184,6 +184,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("check_written_arguments", &check_written_python_arguments, py::arg("qualname"), py::arg("args"),
         "Raises ValueError if a tensor the op writes overlaps itself or partially overlaps another argument.");
   m.attr("MAX_SHAPE_RANK") = kMaxShapeRank;
+  m.attr("MAX_GRID") = py::make_tuple(kMaxGrid[0], kMaxGrid[1], kMaxGrid[2]);
   m.def("param_type_bytes", &param_type_bytes_by_name,
         "Bytes of each kernel parameter type a compile result may name (\"*\": any pointer).");
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");

@@ -14,7 +14,7 @@ CompiledKernel* KernelCache::find(const SpecializationKey& key) const {
 
 CompiledKernel* KernelCache::get_or_compile(const SpecializationKey& key, int capability) {
   if (CompiledKernel* k = find(key)) return k;
-  std::lock_guard<std::mutex> single_flight(compile_mutex_);
+  std::lock_guard<ForkSafeMutex> single_flight(compile_mutex_);
   if (CompiledKernel* k = find(key)) return k;  // compiled by another thread meanwhile
   auto compiled = std::make_unique<CompiledKernel>(compile(key, capability), capability);
   counters().compiles.fetch_add(1, std::memory_order_relaxed);

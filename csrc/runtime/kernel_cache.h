@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiled_kernel.h"
+#include "fork_safe_mutex.h"
 #include "specialization_key.h"
 
 namespace torch_tile {
@@ -57,7 +58,7 @@ class KernelCache {
   const std::string frontend_;
   const std::shared_ptr<Compiler> compiler_;
   mutable std::shared_mutex map_mutex_;
-  std::mutex compile_mutex_;  // single flight: one compile at a time per kernel
+  ForkSafeMutex compile_mutex_;  // single flight: one compile at a time per kernel (held while Python compiles)
   std::unordered_map<SpecializationKey, std::unique_ptr<CompiledKernel>, SpecializationKeyHash> variants_;
 };
 

@@ -8,6 +8,7 @@
 #include "cuda_driver.h"
 #include "device_info.h"
 #include "error.h"
+#include "limits.h"
 #include "tensor_map.h"
 
 namespace torch_tile {
@@ -137,15 +138,18 @@ CompiledKernel* find_variant(const char* op, const LaunchStep& step, const Speci
                              std::to_string(value) + why);
 }
 
-// Evaluates grid and bindings, finds or compiles the variant, packs the
-// parameters. Returns false for an empty grid (nothing to launch).
-// The step's grid, refused when negative; false when a dimension is 0: such
-// a launch does nothing, exactly as Triton's launcher.
+// The step's grid, refused when a dimension is negative or past CUDA's limits
+// (every path, dry runs included, so a plan never hands a device such a grid);
+// false when a dimension is 0: such a launch does nothing, exactly as Triton's launcher.
 bool evaluate_grid(const LaunchStep& step, const CallArgs& args, const char* op, int64_t (&grid)[3]) {
   const EvalContext ctx = args.eval();
   for (int d = 0; d < 3; ++d) {
     grid[d] = step.grid[d].evaluate(ctx);
-    if (grid[d] < 0) grid_error(op, step, d, grid[d], " (`" + step.grid[d].text + "`)");
+    if (grid[d] < 0 || grid[d] > kMaxGrid[d]) {
+      grid_error(op, step, d, grid[d],
+                 " (`" + step.grid[d].text + "`); expected 0 to " + std::to_string(kMaxGrid[d]) +
+                     " (0 launches nothing)");
+    }
   }
   return grid[0] != 0 && grid[1] != 0 && grid[2] != 0;
 }
@@ -155,6 +159,8 @@ bool grid_is_empty(const LaunchStep& step, const CallArgs& args, const char* op)
   return !evaluate_grid(step, args, op, grid);
 }
 
+// Evaluates grid and bindings, finds or compiles the variant, packs the
+// parameters. Returns false for an empty grid (nothing to launch).
 bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, const char* op,
                     PreparedLaunch& out) {
   int64_t grid[3];

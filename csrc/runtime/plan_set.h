@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "call_args.h"
+#include "fork_safe_mutex.h"
 #include "launch_plan.h"
 #include "limits.h"
 
@@ -35,8 +36,9 @@ class PlanSet {
   // Forgets every plan (the next call of each case traces again, or plans are
   // installed anew). Plans stay allocated: a concurrent select may still read one.
   void clear();
-  // Serialises retracing, so that concurrent first calls trace once.
-  std::mutex& trace_mutex() { return trace_mutex_; }
+  // Serialises retracing, so that concurrent first calls trace once; held
+  // while the body runs in Python, so a forked child gets it free.
+  ForkSafeMutex& trace_mutex() { return trace_mutex_; }
 
  private:
   std::array<std::atomic<const LaunchPlan*>, kMaxPlans> plans_{};
@@ -45,7 +47,7 @@ class PlanSet {
   // An index, checked against count_; on its own cache line: it is written when an op's calls change case.
   alignas(64) mutable std::atomic<int> last_selected_{0};
   std::mutex add_mutex_;
-  std::mutex trace_mutex_;
+  ForkSafeMutex trace_mutex_;
   std::vector<std::unique_ptr<LaunchPlan>> owned_;
 };
 

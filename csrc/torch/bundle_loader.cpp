@@ -6,11 +6,10 @@
 // tracing; an op it has (defined from Python) only gets the plans.
 #include <torch_tile/torch_tile.h>
 
-#include <mutex>
-
 #include "../runtime/bundle.h"
 #include "../runtime/byte_io.h"
 #include "../runtime/bundled_variants.h"
+#include "../runtime/fork_safe_mutex.h"
 #include "../runtime/kernel_registry.h"
 #include "../runtime/plan_set.h"
 #include "aten_step.h"
@@ -39,14 +38,14 @@ class BundleTracer final : public PlanTracer {
   }
 };
 
-std::mutex& load_mutex() {
-  static std::mutex* m = new std::mutex();
+ForkSafeMutex& load_mutex() {  // held while plans are installed, which waits for ops' trace mutexes
+  static ForkSafeMutex* m = new ForkSafeMutex();
   return *m;
 }
 
 LoadedBundle load(const std::string& bytes) {
   const Bundle bundle = deserialize_bundle(bytes);
-  std::lock_guard<std::mutex> lock(load_mutex());
+  std::lock_guard<ForkSafeMutex> lock(load_mutex());
   LoadedBundle loaded;
   loaded.producer = bundle.producer;
   auto resolve = [&](const KernelRef& ref) {

@@ -163,9 +163,8 @@ class SaveForBackward final : public PlanCallHook {
 }  // namespace
 
 void register_gradient_op(const std::string& qualname, std::shared_ptr<EagerGradient> eager) {
-  const std::optional<c10::OperatorHandle> handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(qualname, ""));
-  if (!handle || !handle->hasSchema()) fail(ErrorKind::Value, qualname + " is not a defined op");
-  OpTable<GradientOp>::instance().put(qualname, std::make_shared<GradientOp>(qualname, *handle, std::move(eager)));
+  OpTable<GradientOp>::instance().put(qualname,
+                                      std::make_shared<GradientOp>(qualname, defined_op(qualname), std::move(eager)));
 }
 
 void run_gradient_op_eagerly(const std::string& qualname, const std::string& reason) {

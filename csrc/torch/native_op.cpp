@@ -176,8 +176,7 @@ NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind
   if (arg_kinds_.size() > size_t(kMaxOpArgs)) {
     fail(ErrorKind::NotImplemented, qualname_ + ": more than " + std::to_string(kMaxOpArgs) + " arguments");
   }
-  const c10::FunctionSchema& defined =
-      c10::Dispatcher::singleton().findSchemaOrThrow(qualname_.c_str(), "").schema();
+  const c10::FunctionSchema& defined = defined_op(qualname_).schema();
   if (defined.arguments().size() != arg_kinds_.size()) {
     fail(ErrorKind::Runtime, qualname_ + ": the argument kinds do not match the schema's arguments");
   }
@@ -194,7 +193,7 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
                                      bool may_fall_back) {
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   // Slow path: trace the body once for this case, even if threads race here.
-  std::lock_guard<std::mutex> lock(plans_.trace_mutex());
+  std::lock_guard<ForkSafeMutex> lock(plans_.trace_mutex());
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first, may_fall_back && !gradient_op_);
   if (plan->is_fallback() && !(may_fall_back && !gradient_op_)) {
@@ -452,7 +451,7 @@ int NativeOp::install_plans(const OpPlans& in) {
     p.validate(qualname_, int(arg_kinds_.size()));
     check_signature(p);
   }
-  std::lock_guard<std::mutex> lock(plans_.trace_mutex());
+  std::lock_guard<ForkSafeMutex> lock(plans_.trace_mutex());
   for (const LaunchPlan& p : in.plans) {
     auto plan = std::make_unique<LaunchPlan>(p);
     resolve_aten_steps(qualname_, *plan);

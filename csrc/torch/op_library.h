@@ -1,4 +1,5 @@
-// Defining ops and registering their kernels: splitting "namespace::name",
+// Defining ops and registering their kernels: splitting "namespace::name" (a name
+// may carry an overload: "namespace::name.overload", as torch.library's),
 // and torch::Library objects that live as long as the process (the
 // dispatcher outlives static destruction).
 #pragma once
@@ -18,8 +19,15 @@ struct OpName {
   std::string name;
 };
 
-// "ns::name" -> {ns, name}; anything else is a clear ValueError.
+// "ns::name" -> {ns, name}; anything else is a clear ValueError. `name` keeps
+// the overload ("name.overload"), as torch::Library's def and impl take it.
 OpName split_op_name(const std::string& qualname);
+
+// The defined op "ns::name" or "ns::name.overload" (its overload ""
+// or "overload"); a clear error if it is not defined.
+c10::OperatorHandle defined_op(const std::string& qualname);
+// Its dispatcher name: {"ns::name", "overload"}.
+c10::OperatorName operator_name(const std::string& qualname);
 
 // A new library of `kind` (IMPL, or FRAGMENT to define ops) for namespace `ns`
 // (and dispatch key, when given), kept alive for the process. Thread-safe.

@@ -2,10 +2,25 @@
 
 #include <ATen/EmptyTensor.h>
 
+#include <algorithm>
+
 #include "../runtime/error.h"
 #include "dtype_map.h"
 
 namespace torch_tile {
+namespace {
+
+// Whether `t` has the strides empty() gives its sizes (a size-0 or size-1 dimension counts as 1).
+bool has_default_strides(const at::Tensor& t) {
+  int64_t expected = 1;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    if (t.stride(d) != expected) return false;
+    expected *= std::max<int64_t>(t.size(d), 1);
+  }
+  return true;
+}
+
+}  // namespace
 
 at::Tensor allocate_output(const AllocStep& step, const int64_t* shape, int rank, const at::Tensor* like,
                            c10::Allocator* allocator, c10::DispatchKeySet keys) {
@@ -13,8 +28,10 @@ at::Tensor allocate_output(const AllocStep& step, const int64_t* shape, int rank
   at::Tensor t;
   if (step.kind == AllocStep::Kind::EmptyLike) {
     if (like == nullptr) fail(ErrorKind::Runtime, "empty_like without a source tensor");
-    // A contiguous source takes the cheaper contiguous constructor (same result).
-    t = (!like->is_contiguous() && like->is_non_overlapping_and_dense())
+    // torch's empty_like keeps a non-overlapping and dense source's strides, also a contiguous one's that
+    // are not empty()'s (size-1 dimensions, no element); a source with empty()'s strides takes the cheaper
+    // contiguous constructor (same result).
+    t = (like->is_non_overlapping_and_dense() && !has_default_strides(*like))
             ? at::detail::empty_strided_generic(like->sizes(), like->strides(), allocator, keys, dtype)
             : at::detail::empty_generic(like->sizes(), allocator, keys, dtype, std::nullopt);
   } else {

@@ -4,10 +4,9 @@ specialization key when the native runtime asks (registered with
 ``_C.register_frontend``): ``triton`` (``@triton.jit`` kernels), ``cuda``
 (CUDA C++ compiled with NVRTC) and ``cutile`` (cuTile kernels)."""
 
-import threading
 from typing import Any
 
-from .. import _C, _disk_cache
+from .. import _C, _disk_cache, _process_locks
 
 
 def stable_id(*parts) -> int:
@@ -43,7 +42,7 @@ class KernelRegistry:
 
     def __init__(self, frontend: str):
         self.frontend = frontend
-        self._lock = threading.Lock()
+        self._lock = _process_locks.lock()
         self.kernels: dict[int, Any] = {}  # id -> the first kernel with it
         self.configs: dict[int, Any] = {}
 

@@ -5,23 +5,32 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .. import _plan
+from .. import _C, _plan
+from .._errors import CallError
 from .._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
 from .._stand_ins import SymbolicFloat, TensorProxy
 
 K = _plan.BindingKind
 
 
-def grid_expressions(tracer, grid: Any) -> list[_plan.Expr]:
+def grid_expressions(tracer, grid: Any, kernel_name: str, site: str) -> list[_plan.Expr]:
     """``grid`` (a tuple or list of 1 to 3 ints, which may depend on sizes) as three plan expressions,
-    missing dimensions 1; a TraceError otherwise."""
+    missing dimensions 1; a TraceError otherwise. A dimension outside CUDA's limits on this call's values
+    is a ValueError naming the op, kernel, launch site and value, as the executor's (which checks each call:
+    the expressions serve every value; a CallError: the body run in Python would launch nothing, silently);
+    0 is allowed and launches nothing, as in Triton."""
     if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
         raise tracer.error(f"grid must be a tuple of 1 to 3 ints, got {grid!r}")
     exprs = []
-    for g in list(grid) + [1] * (3 - len(grid)):
+    for d, g in enumerate(list(grid) + [1] * (3 - len(grid))):
         if not isinstance(g, (int, SymbolicInt)) or isinstance(g, bool):
             raise tracer.error(f"grid entries must be ints, got {g!r}")
-        exprs.append(_plan.expr(encode_int(g, tracer)))
+        code, text = encode_int(g, tracer)
+        value = g.value if isinstance(g, SymbolicInt) else g  # read, not guarded
+        if not 0 <= value <= _C.MAX_GRID[d]:
+            raise CallError(f"{tracer.op.qualname}: grid dimension {d} of kernel {kernel_name} (launched at {site}) "
+                             f"is {value} (`{text}`); expected 0 to {_C.MAX_GRID[d]} (0 launches nothing)")
+        exprs.append(_plan.expr((code, text)))
     return exprs
 
 

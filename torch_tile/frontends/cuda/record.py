@@ -87,6 +87,6 @@ def record_launch(tracer, kernel: CudaKernel, grid: Any, block: Any, args: tuple
         kind, binding = _bind(tracer, kernel, i, value)
         kinds.append(int(kind))
         bindings.append(binding)
-    grid_exprs = grid_expressions(tracer, grid if isinstance(grid, (tuple, list)) else (grid,))
+    grid_exprs = grid_expressions(tracer, grid if isinstance(grid, (tuple, list)) else (grid,), kernel.name, site)
     config = CudaLaunchConfig(kernel, _template_args(tracer, kernel, template_args), threads, shared, tuple(kinds))
     return _plan.LaunchStep(kernel_id(kernel), config_id(config), grid_exprs, bindings, site)

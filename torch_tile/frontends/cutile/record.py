@@ -76,6 +76,8 @@ def record_launch(tracer, kernel, grid: Any, args: Any, options: dict) -> _plan.
             params.append(ScalarParam(int(bound[0])))
             bindings.append(bound[1])
     config = CutileLaunchConfig(kernel, tuple(params))
-    grid_exprs = grid_expressions(tracer, grid if isinstance(grid, (tuple, list)) else (grid,))
+    site = body_location(*tracer.op.sources)
+    grid_exprs = grid_expressions(tracer, grid if isinstance(grid, (tuple, list)) else (grid,),
+                                  kernel._pyfunc.__name__, site)
     kid = kernel_id(kernel)  # the kernel's identity (its source, closures, globals) is read once per launch
-    return _plan.LaunchStep(kid, config_id(config, kid), grid_exprs, bindings, body_location(*tracer.op.sources))
+    return _plan.LaunchStep(kid, config_id(config, kid), grid_exprs, bindings, site)

@@ -10,7 +10,6 @@ does not fit its cubin is rebuilt (``_cubin.launch_metadata_problem``)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import torch
@@ -20,7 +19,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.jit import JITFunction, create_function_from_signature
 
-from ... import _C, _cubin, _descriptors, _disk_cache, _plan
+from ... import _C, _cubin, _descriptors, _disk_cache, _plan, _process_locks
 from ..._codegen_lock import code_generation, source_parsing
 from ..._version import __version__
 from . import tuples
@@ -86,7 +85,7 @@ def representative_args(config: LaunchConfig, words: list[int]) -> list[Any]:
 
 _binders: dict[tuple[int, int], tuple[Any, Any]] = {}  # (id(kernel), capability) -> (backend, binder)
 _compiles = 0  # variants compiled by Triton in this process (tests count them)
-_compiles_lock = threading.Lock()
+_compiles_lock = _process_locks.lock()
 
 
 def _binder(kernel: JITFunction, capability: int):

@@ -14,7 +14,7 @@ from typing import Any
 
 from triton.runtime.jit import JITFunction
 
-from ... import _C
+from ... import _C, _process_locks
 from .. import UNKNOWN_CONFIG, stable_id
 from ..._codegen_lock import source_parsing
 from .tuples import TupleShape, stable
@@ -35,7 +35,7 @@ class LaunchConfig:
 
 @dataclass
 class _Registry:
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = field(default_factory=_process_locks.lock)
     # id(JITFunction) -> (kernel id, the JITFunction): held, so that its id() is never reused by another object
     kernel_ids: dict[int, tuple[int, JITFunction]] = field(default_factory=dict)
     kernels: dict[int, JITFunction] = field(default_factory=dict)  # kernel id -> the first kernel with it

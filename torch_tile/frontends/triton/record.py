@@ -66,7 +66,7 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[_pla
 
     if callable(grid):
         grid = grid(dict(bound.arguments))
-    grid_exprs = grid_expressions(tracer, grid)
+    grid_exprs = grid_expressions(tracer, grid, kernel.fn.__name__, site)
 
     config = LaunchConfig(kernel, tuple(int(k) for k in kinds), statics, options, tuples)
     step = _plan.LaunchStep(kernel_id(kernel), config_id(config), grid_exprs, bindings, site)

@@ -24,12 +24,12 @@ for that trace only, says so, and analyses again next time.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Optional
 
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from ... import _process_locks
 from ..._descriptors import check_block_shape, representative, tensor_of
 from ..._stand_ins import TensorProxy, concrete
 from .compile import Pointer, kernel_ttir
@@ -44,7 +44,7 @@ CAPABILITY_WITHOUT_GPU = 90  # what tile ops compile for on a machine without on
 
 # torch memoizes its analysis in process-wide tables that each top-level call
 # resets: calls into it must not overlap.
-_torch_analysis_lock = threading.Lock()
+_torch_analysis_lock = _process_locks.lock()
 
 
 class NotAnalysable(Exception):
