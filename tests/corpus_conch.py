@@ -39,7 +39,7 @@ from conch.ops.vision.nms import nms  # noqa: E402
 from conch.ops.vllm.copy_blocks import copy_blocks  # noqa: E402
 from conch.ops.vllm.reshape_and_cache import reshape_and_cache  # noqa: E402
 
-from wrapper_corpus import Case, Entry, Inputs, Tensor, bf16, f16, f32  # noqa: E402
+from wrapper_corpus import CAPTURED_TENSOR, READS_DATA, RETURNS_ALIAS, Case, Entry, Inputs, Tensor, bf16, f16, f32  # noqa: E402
 
 NS = "conch"
 
@@ -555,7 +555,9 @@ ENTRIES: List[Entry] = [
        fused_add_rms_norm_ref, [
            _fused_add_case("f32", (5, 64)),
            _fused_add_case("f16", (3, 80), f16),
-       ], mutates_args=("x", "residual"), tol_scale=2,
+       ], mutates_args=("x", "residual"), tol_scale=2, refused=RETURNS_ALIAS,
+        refused_because="it writes x and residual in place and returns them: as torch.library, an op may not "
+                        "return its inputs (declared mutations return nothing)",
         notes="vLLM's calling convention: writes x and residual in place and returns them (the op returns its "
               "inputs)"),
     _e("gemma_rms_norm", "conch.ops.normalization.gemma_rms_norm", gemma_rms_norm_op, gemma_rms_norm_ref, [
@@ -566,7 +568,9 @@ ENTRIES: List[Entry] = [
        gemma_rms_norm_residual_ref, [
            _gemma_case("f32", (5, 64), residual=True),
            _gemma_case("f16", (3, 100), f16, residual=True),
-       ], notes="Optional residual: x = x + residual (an ATen op) then the in-place kernel on that new tensor; "
+       ], refused=RETURNS_ALIAS,
+        refused_because="it returns one tensor as both outputs: as torch.library, an op's outputs may not alias",
+        notes="Optional residual: x = x + residual (an ATen op) then the in-place kernel on that new tensor; "
                 "returns (x, residual) where residual is the same tensor as the written x (two outputs, one tensor)"),
     _e("rotary_embedding", "conch.ops.embedding.rotary_embedding", rotary_embedding_op, rotary_embedding_ref, [
         _rope_case("f32"),
@@ -588,6 +592,8 @@ ENTRIES: List[Entry] = [
         _gemm_case("int8-f16-out-bias", 8, 128, 64, f16, bias=True),
         _gemm_case("int8-per-tensor", 20, 64, 128, f32, per_tensor=True),
     ], tol_scale=10,  # K and N multiples of the kernel's 64-wide blocks: it loads B unmasked
+        refused=CAPTURED_TENSOR, refused_because="the wrapper builds torch.tensor([[]]) (a zero point) on the host at "
+                                                 "every call: tensor data a launch plan does not hold",
         cpu_skip="the kernel loads its zero point from torch.tensor([[]]) (an empty tensor) when "
                  "cxpr_zero_is_scalar: Triton's interpreter dereferences that empty buffer and segfaults (also "
                  "under TRITON_INTERPRET=1); CUDA only",
@@ -623,12 +629,15 @@ ENTRIES: List[Entry] = [
     _e("copy_blocks", "conch.ops.vllm.copy_blocks", copy_blocks_op, copy_blocks_ref, [
         _copy_case("f32"),
         _copy_case("f16", f16),
-    ], notes="list[Tensor] arguments; the launcher builds torch.tensor([t.data_ptr() for t in caches], "
+    ], refused=CAPTURED_TENSOR,
+        refused_because="the launcher builds a tensor of the caches' addresses on the host at every call",
+        notes="list[Tensor] arguments; the launcher builds torch.tensor([t.data_ptr() for t in caches], "
              "dtype=uint64) and the kernel dereferences those raw addresses; a dtype -> tl.dtype constexpr map"),
     _e("nms", "conch.ops.vision.nms", nms_op, nms_ref, [
         _nms_case("f32-40", 40),
         _nms_case("f32-100-loose", 100, threshold=0.6),
-    ], notes="@triton.autotune on both kernels, torch.sort + fancy indexing before the launch, a (1,) grid, and "
+    ], refused=READS_DATA, refused_because="it returns sorted_indices[keep_mask]: the output's size is data",
+        notes="@triton.autotune on both kernels, torch.sort + fancy indexing before the launch, a (1,) grid, and "
              "returns sorted_indices[keep_mask] (a boolean mask: data-dependent output size)"),
     _e("bev_pool", "conch.ops.vision.bev_pool", bev_pool_op, bev_pool_ref, [
         _bev_case("f32"),

@@ -73,7 +73,9 @@ from fla.ops.utils import (  # noqa: E402
     unpack_sequence as fla_unpack_sequence,
 )
 
-from wrapper_corpus import Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
+from wrapper_corpus import READS_DATA, RETURNS_ALIAS, refused, Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
+
+VARLEN_BY_DATA = "cu_seqlens -> prepare_chunk_indices reads the sequence lengths from the data"
 
 NS = "fla"
 
@@ -1518,7 +1520,9 @@ ENTRIES = [
               _rms_prenorm_case("f32-residual", (2, 5, 32)),
               _rms_prenorm_case("f16-residual", (6, 48), f16),
               _rms_prenorm_case("f16-fp32-residual-out", (6, 48), f16, residual=False, fp32_residual=True),
-              _rms_prenorm_case("f32-no-residual", (4, 32), residual=False),
+              refused(_rms_prenorm_case("f32-no-residual", (4, 32), residual=False), RETURNS_ALIAS,
+                      "without a residual the wrapper returns its own input as the second output, which a "
+                      "torch.library op may not return"),
           ], namespace=NS,
         notes="two outputs; the residual output's dtype follows residual/residual_in_fp32; without a residual "
               "(and no fp32 residual) the wrapper returns its own input x (reshaped) as the second output"),
@@ -1712,7 +1716,7 @@ ENTRIES = [
               _rotary_case("f16", f16),
               _rotary_case("f32-interleaved", interleaved=True),
               _rotary_case("f32-partial-offset", R=8, offset=3),
-              _rotary_case("f32-varlen", varlen=True),
+              refused(_rotary_case("f32-varlen", varlen=True), READS_DATA, VARLEN_BY_DATA),
               _rotary_case("bf16", bf16),
           ], namespace=NS,
         notes="@functools.cache'd get_multiprocessor_count(x.device.index) (a device query) in the block size, "
@@ -1794,7 +1798,7 @@ ENTRIES = [
     Entry("mean_pooling", "fla.ops.utils.mean_pooling (MeanPoolingFunction.apply)", mean_pooling, mean_pooling_ref, [
         _pool_case("f32"),
         _pool_case("f16", f16),
-        _pool_case("f32-varlen", varlen=True),
+        refused(_pool_case("f32-varlen", varlen=True), READS_DATA, VARLEN_BY_DATA),
     ], namespace=NS,
         notes="output size cdiv(T, chunk) from sizes; with cu_seqlens, len(prepare_chunk_indices(...)) (data) "
               "sizes the output"),
@@ -1816,7 +1820,7 @@ ENTRIES = [
               _pack_case("f32-left"),
               _pack_case("f32-right", side="right"),
               _pack_case("f16", f16),
-          ], namespace=NS,
+          ], namespace=NS, refused=READS_DATA, refused_because="the output's size is cu_seqlens[-1].item()",
         notes="the output's size is cu_seqlens[-1].item() (data), str padding_side as a constexpr"),
     Entry("unpack_sequence", "fla.ops.utils.unpack_sequence (UnpackSequenceFunction.apply)", unpack_sequence,
           unpack_sequence_ref, [
@@ -1839,7 +1843,7 @@ ENTRIES = [
           _simple_gla_ref, [
               _simple_gla_case("f32", T=40),
               _simple_gla_case("f16", f16, T=40),
-              _simple_gla_case("f32-varlen", T=40, varlen=True),
+              refused(_simple_gla_case("f32-varlen", T=40, varlen=True), READS_DATA, VARLEN_BY_DATA),
               _simple_gla_case("bf16", bf16, T=40),
           ], namespace=NS, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
         notes="@torch.compiler.disable entry, chunk_size.bit_length(), @autocast_custom_fwd, chunk_local_cumsum "

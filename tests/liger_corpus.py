@@ -30,7 +30,7 @@ from typing import List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from torch_tile import OpDefinitionError, TraceError
+from torch_tile import OpDefinitionError
 
 from liger_kernel.ops.attn_res import attn_res_forward
 from liger_kernel.ops.cross_entropy import cross_entropy_forward
@@ -62,8 +62,8 @@ from liger_kernel.ops.tvd import tv_distance_forward_triton
 
 import triton_tutorials as tutorials
 
-from wrapper_corpus import Case, Entry, Inputs as _Inputs, Refusal, Tensor, bf16, f16, f32, \
-    outputs, strided
+from wrapper_corpus import CAPTURED_TENSOR, READS_DATA, Case, Entry, Inputs as _Inputs, Refusal, Tensor, bf16, f16, \
+    f32, outputs, strided
 
 
 def _contiguous(*values):
@@ -92,12 +92,9 @@ def _refused(case: Case, refused: Refusal, because: str) -> Case:
 
 
 # How torch_tile refuses what no launch plan can hold (the mechanisms; each entry says why it applies).
-READS_DATA = Refusal(TraceError, r"depends on the tensors' data")
 RETURNS_INPUT_VIEW = Refusal(OpDefinitionError, r"returns a view of its input 'q'; as with torch\.library")
 DECLARED_NOT_WRITTEN = Refusal(OpDefinitionError,
                                r"mutates_args declares 'q', but no kernel the body launches writes it")
-CAPTURED_TENSOR = Refusal(TraceError, r"`torch\.tensor\(\.\.\.\)` of host values makes a tensor whose data a "
-                                      r"launch plan cannot hold")
 COMPLEX_DTYPE = Refusal(TypeError, r"argument 'freqs_cis' expected a dtype a tile kernel can take, got "
                                    r"torch\.complex64")
 ROPE_ALIASING = ("rope_forward writes q/k in place when q.transpose(1, 2) is contiguous (HF layout) and into copies "

@@ -4,7 +4,7 @@ seeded cases and an independent torch reference; tests/test_real_wrappers.py
 compares the op, the library's own call and the reference."""
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence, Tuple
 
 import torch
@@ -47,6 +47,18 @@ class Refusal:
     def falls_back(self) -> bool:
         return issubclass(self.error, torch_tile.TraceError) and not issubclass(
             self.error, (torch_tile.OpDefinitionError, torch_tile.CallError))
+
+
+# Why no plan holds some real wrappers (the mechanisms; each entry using one says why it applies).
+READS_DATA = Refusal(torch_tile.TraceError, r"depends on the tensors' data")
+CAPTURED_TENSOR = Refusal(torch_tile.TraceError, r"`torch\.tensor\(\.\.\.\)` of host values makes a tensor")
+RETURNS_ALIAS = Refusal(torch_tile.OpDefinitionError,
+                        r"returns (its input|a view of its input|the same tensor twice)|the same tensor twice")
+
+
+def refused(case: Case, refusal: Refusal, because: str) -> Case:
+    """The case, which no plan holds (while the entry's other cases are native)."""
+    return replace(case, refused=refusal, refused_because=because)
 
 
 @dataclass
