@@ -206,17 +206,20 @@ heuristics_over_autotune = triton.heuristics({"EVEN": lambda args: args["n"] % 1
     triton.autotune(configs=_configs, key=["n"])(_scaled_copy))
 
 
-@pytest.mark.parametrize("kernel", [autotune_over_heuristics, heuristics_over_autotune],
-                         ids=["autotune_over_heuristics", "heuristics_over_autotune"])
-def test_stacked_triton_decorators_launch(kernel):
-    name = "stack_" + ("ah" if kernel is autotune_over_heuristics else "ha")
-
+def _tuned_scaled_op(name, kernel):
     @tt.op(f"{NS}::{name}")
     def scaled(x: torch.Tensor) -> torch.Tensor:
         out = torch.empty_like(x)
         n = x.numel()
         kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n, SCALE=3)
         return out
+    return scaled
+
+
+@pytest.mark.parametrize("kernel", [autotune_over_heuristics, heuristics_over_autotune],
+                         ids=["autotune_over_heuristics", "heuristics_over_autotune"])
+def test_stacked_triton_decorators_launch(kernel):
+    scaled = _tuned_scaled_op("stack_" + ("ah" if kernel is autotune_over_heuristics else "ha"), kernel)
 
     for n in (256, 100):  # EVEN true, then false: each case its own plan
         x = torch.randn(n)
@@ -226,16 +229,6 @@ def test_stacked_triton_decorators_launch(kernel):
 
 
 # -- the autotuner's own choice, whatever its kind: Triton's, over heuristics, pruned into new configs, subclassed ----
-
-
-def _tuned_scaled_op(name, kernel):
-    @tt.op(f"{NS}::{name}")
-    def scaled(x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty_like(x)
-        n = x.numel()
-        kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n, SCALE=3)
-        return out
-    return scaled
 
 
 def _triton_choice(tuner, x):

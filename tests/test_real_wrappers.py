@@ -31,7 +31,7 @@ from torch_tile._launch_mode import launch_mode
 from torch_tile.frontends.triton.interpret import InterpretLaunches
 
 from conftest import requires_cuda
-from wrapper_corpus import assert_matches, outputs
+from wrapper_corpus import assert_matches, assert_same_as_library
 
 CORPORA = ["liger_corpus", "corpus_fla", "corpus_conch", "corpus_cut_cross_entropy", "corpus_torchao"]
 
@@ -166,10 +166,5 @@ def test_cuda(entry, case):
         return
     what = f"{entry.qualname}[{case.id}] on CUDA"
     if entry.exact:
-        got, want = outputs(result), outputs(library)
-        assert len(got) == len(want), f"{what}: {len(got)} outputs, the library returns {len(want)}"
-        for i, (a, b) in enumerate(zip(got, want)):
-            assert a.dtype == b.dtype and a.shape == b.shape, f"{what}: output {i} differs from the library's"
-            torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True,
-                                       msg=lambda m: f"{what}: output {i} is not the library's, bit for bit: {m}")
+        assert_same_as_library(result, library, what)
     _expect(entry, case, result, device, what)

@@ -158,3 +158,13 @@ class Inputs:
 def strided(t: Tensor) -> Tensor:
     """The same values in a non-contiguous layout (last two dimensions stored transposed)."""
     return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+def assert_same_as_library(result, library, what: str) -> None:
+    """The op's outputs are the library's own, bit for bit (an ``exact`` entry on CUDA: same kernels, variants)."""
+    got, want = outputs(result), outputs(library)
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, the library returns {len(want)}"
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{what}: output {i} differs from the library's"
+        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True,
+                                   msg=lambda m: f"{what}: output {i} is not the library's, bit for bit: {m}")

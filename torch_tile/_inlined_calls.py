@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 from typing import Any
 
 import torch
@@ -103,40 +102,33 @@ def _routed_callback_from_stance(original):
     return callback_from_stance
 
 
-class _Patches:
-    lock = _process_locks.lock()
-    depth = 0  # traces running, in all threads
-    held = threading.local()  # .depth: this thread's share (a forked child keeps only the forking thread's)
-    dynamo: Any = None  # torch._dynamo.eval_frame, patched (if it was imported when the first trace began)
-    dynamo_original: Any = None
-
-    @staticmethod
-    def apply() -> None:
-        _Function.apply = classmethod(_routed_apply)
-        for name, factory in _routed_factories.items():
-            setattr(torch, name, factory)
-        # Only a program that imported Dynamo can have compiled callables; nothing is imported here.
-        dynamo = sys.modules.get("torch._dynamo.eval_frame")
-        if dynamo is not None and hasattr(dynamo, "_callback_from_stance"):
-            _Patches.dynamo, _Patches.dynamo_original = dynamo, dynamo._callback_from_stance
-            dynamo._callback_from_stance = _routed_callback_from_stance(_Patches.dynamo_original)
-
-    @staticmethod
-    def undo() -> None:
-        _Function.apply = _original_apply
-        for name, factory in _original_factories.items():
-            setattr(torch, name, factory)
-        if _Patches.dynamo is not None:
-            _Patches.dynamo._callback_from_stance = _Patches.dynamo_original
-            _Patches.dynamo = _Patches.dynamo_original = None
+class _Dynamo:
+    """torch._dynamo.eval_frame, patched while bodies trace (if it was imported when the first trace began)."""
+    module: Any = None
+    original: Any = None
 
 
-@_process_locks.after_fork_in_child
-def _forget_other_threads() -> None:
-    """In a forked child only the forking thread's traces remain: the entries stay patched only for them."""
-    _Patches.depth = getattr(_Patches.held, "depth", 0)
-    if _Patches.depth == 0:
-        _Patches.undo()
+def _apply() -> None:
+    _Function.apply = classmethod(_routed_apply)
+    for name, factory in _routed_factories.items():
+        setattr(torch, name, factory)
+    # Only a program that imported Dynamo can have compiled callables; nothing is imported here.
+    dynamo = sys.modules.get("torch._dynamo.eval_frame")
+    if dynamo is not None and hasattr(dynamo, "_callback_from_stance"):
+        _Dynamo.module, _Dynamo.original = dynamo, dynamo._callback_from_stance
+        dynamo._callback_from_stance = _routed_callback_from_stance(_Dynamo.original)
+
+
+def _undo() -> None:
+    _Function.apply = _original_apply
+    for name, factory in _original_factories.items():
+        setattr(torch, name, factory)
+    if _Dynamo.module is not None:
+        _Dynamo.module._callback_from_stance = _Dynamo.original
+        _Dynamo.module = _Dynamo.original = None
+
+
+_patches = _process_locks.ScopedPatch(_apply, _undo)
 
 
 class inlined_calls:
@@ -149,18 +141,10 @@ class inlined_calls:
         nested = getattr(dynamo, "_use_eager_on_nested_compile", None)
         self._eager = nested() if nested is not None else contextlib.nullcontext()
         self._eager.__enter__()
-        with _Patches.lock:
-            if _Patches.depth == 0:
-                _Patches.apply()
-            _Patches.depth += 1
-        _Patches.held.depth = getattr(_Patches.held, "depth", 0) + 1
+        _patches.__enter__()
         return self
 
     def __exit__(self, *exc):
-        _Patches.held.depth -= 1
-        with _Patches.lock:
-            _Patches.depth -= 1
-            if _Patches.depth == 0:
-                _Patches.undo()
+        _patches.__exit__(*exc)
         self._eager.__exit__(*exc)
         return False

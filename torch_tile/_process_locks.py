@@ -53,3 +53,37 @@ def _free_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_free_in_child)
+
+
+class ScopedPatch:
+    """Process-wide patches (``apply()``/``undo()``) in place while at least one scope (``with patch:``) is open
+    in any thread: refcounted under a lock of this module; a forked child keeps only the forking thread's scopes
+    (the patches are undone there if it has none)."""
+
+    def __init__(self, apply: Callable[[], None], undo: Callable[[], None]):
+        self._apply, self._undo = apply, undo
+        self._lock = lock()
+        self._depth = 0  # scopes open in all threads
+        self._held = threading.local()  # .depth: this thread's share
+        after_fork_in_child(self._forget_other_threads)
+
+    def __enter__(self):
+        with self._lock:
+            if self._depth == 0:
+                self._apply()
+            self._depth += 1
+        self._held.depth = getattr(self._held, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        self._held.depth -= 1
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                self._undo()
+        return False
+
+    def _forget_other_threads(self) -> None:
+        self._depth = getattr(self._held, "depth", 0)
+        if self._depth == 0:
+            self._undo()

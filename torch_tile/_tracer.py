@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import sys
-import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -88,45 +87,20 @@ class _FactoryMode(TorchFunctionMode):
 _original_next_power_of_2 = triton.next_power_of_2
 
 
-class _SymbolicTritonHelpers:
-    """Swaps in Triton helpers that understand stand-ins: a next_power_of_2 that
-    stays one opcode, and TensorDescriptor checks that leave the data checks to
-    launch time (_descriptors.py). Refcounted; both behave exactly as Triton's
-    for real values, so overlap with other threads is harmless."""
-
-    _lock = _process_locks.lock()
-    _depth = 0  # in all threads
-    _held = threading.local()  # .depth: this thread's share (a forked child keeps only the forking thread's)
-
-    def __enter__(self):
-        with self._lock:
-            if _SymbolicTritonHelpers._depth == 0:
-                triton.next_power_of_2 = _expr.next_power_of_2
-                _descriptors.install_traced_post_init()
-            _SymbolicTritonHelpers._depth += 1
-        self._held.depth = getattr(self._held, "depth", 0) + 1
-
-    def __exit__(self, *exc):
-        self._held.depth -= 1
-        with self._lock:
-            _SymbolicTritonHelpers._depth -= 1
-            if _SymbolicTritonHelpers._depth == 0:
-                self._restore()
-
-    @staticmethod
-    def _restore():
-        triton.next_power_of_2 = _original_next_power_of_2
-        _descriptors.restore_post_init()
-
-    @classmethod
-    def forget_other_threads(cls):
-        """In a forked child: only the forking thread's traces remain."""
-        cls._depth = getattr(cls._held, "depth", 0)
-        if cls._depth == 0:
-            cls._restore()
+def _install_symbolic_triton_helpers() -> None:
+    triton.next_power_of_2 = _expr.next_power_of_2
+    _descriptors.install_traced_post_init()
 
 
-_process_locks.after_fork_in_child(_SymbolicTritonHelpers.forget_other_threads)
+def _restore_triton_helpers() -> None:
+    triton.next_power_of_2 = _original_next_power_of_2
+    _descriptors.restore_post_init()
+
+
+# Triton helpers that understand stand-ins while bodies trace: a next_power_of_2 that stays one opcode, and
+# TensorDescriptor checks that leave the data checks to launch time (_descriptors.py). Both behave exactly as
+# Triton's for real values, so overlap with other threads is harmless.
+_symbolic_triton_helpers = _process_locks.ScopedPatch(_install_symbolic_triton_helpers, _restore_triton_helpers)
 
 
 def _returned(result) -> list:
@@ -693,7 +667,7 @@ class Tracer(GuardSink, LaunchMode):
         # A tensor subclass's __torch_function__ calls the op with subclass
         # handling disabled, which would hide the stand-ins' own handler.
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
-                _SymbolicTritonHelpers(), inlined_calls():
+                _symbolic_triton_helpers, inlined_calls():
             result = self.op.call_body(self.stand_ins)
             backward = native_spec(self.op, self, result, _returned(result)) if self._with_backward else None
         return self._finish(result, backward)
