@@ -289,3 +289,86 @@ def test_a_compiled_helper_runs_in_the_plan():
     assert {step.name for step in plan.aten_steps} >= {"aten::mul", "aten::add"}
     torch.testing.assert_close(compiled_epilogue(x), 6 * x + 1)
     torch.testing.assert_close(_epilogue(x), 2 * x + 1)  # and it still compiles outside the op
+
+
+# -- what else bodies do ----------------------------------------------------------------------------------------
+
+
+@tt.op(f"{NS}::layouts", fallback=False)
+def layouts(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Allocations as libraries write them, with torch's keywords."""
+    dense = torch.empty_like(x, memory_format=torch.contiguous_format)
+    last = torch.zeros_like(x, memory_format=torch.channels_last)
+    like_last = torch.empty(x.shape, device=x.device, dtype=x.dtype, memory_format=torch.channels_last,
+                            requires_grad=False, pin_memory=False, layout=torch.strided)
+    for out in (dense, like_last):
+        n = out.numel()
+        _scale_kernel[(triton.cdiv(n, 128),)](x.contiguous(), out, n, 2.0, BLOCK=128)
+    return dense, last, like_last
+
+
+def test_allocation_keywords_give_torch_s_layouts():
+    x = torch.randn(2, 3, 4, 5).transpose(2, 3)
+    dense, last, like_last = layouts(x)
+    reference = torch.empty(x.shape, memory_format=torch.channels_last)
+    assert dense.is_contiguous() and dense.shape == x.shape
+    assert last.stride() == like_last.stride() == reference.stride()
+    assert torch.equal(last, torch.zeros_like(last))
+    torch.testing.assert_close(dense, 2 * x.contiguous())
+    assert not layouts.trace(x).fallback
+
+
+@tt.op(f"{NS}::aligned_copy", fallback=False)
+def aligned_copy(x: torch.Tensor) -> torch.Tensor:
+    """Alignment checks on every pointer, outputs and views included (block size picked by them)."""
+    out = torch.empty_like(x)
+    aligned = all(t.data_ptr() % 16 == 0 for t in (x, out, out[4:]))  # out[4:]: 16 bytes past an aligned base
+    n = x.numel()
+    _scale_kernel[(triton.cdiv(n, 128 if aligned else 64),)](x, out, n, 1.0, BLOCK=128 if aligned else 64)
+    return out
+
+
+def test_addresses_of_outputs_and_views_are_alignment_guards():
+    x = torch.randn(300)
+    plan = aligned_copy.trace(x)
+    assert [launch.kernel_name for launch in plan.launches] == ["_scale_kernel"]
+    torch.testing.assert_close(aligned_copy(x), x)
+    unaligned = torch.randn(301)[1:]  # 4 bytes past an aligned base: the other case, its own plan
+    torch.testing.assert_close(aligned_copy(unaligned), unaligned)
+    assert any("x.data_ptr()" in guard.text for guard in aligned_copy.trace(unaligned).guards)
+
+
+@tt.op(f"{NS}::sizes_as_numbers", fallback=False)
+def sizes_as_numbers(x: torch.Tensor, low: int) -> torch.Tensor:
+    """torch functions given sizes and int arguments where numbers go."""
+    rows, cols = x.shape
+    y = torch.clamp_min(x, low) + torch.arange(cols, dtype=x.dtype, device=x.device) + torch.full(
+        (rows, cols), low, dtype=x.dtype, device=x.device) + torch.ones(rows, cols, dtype=x.dtype, device=x.device)
+    return _scaled(y, 1.0)
+
+
+def test_sizes_where_torch_wants_numbers():
+    x = torch.randn(4, 6)
+    expected = torch.clamp_min(x, -1) + torch.arange(6.0) - 1 + 1
+    torch.testing.assert_close(sizes_as_numbers(x, -1), expected)
+    assert {step.name for step in sizes_as_numbers.trace(x, -1).aten_steps} >= {"aten::clamp_min", "aten::arange"}
+
+
+class _Slotted:
+    __slots__ = ("kept",)
+
+
+_KEPT = _Slotted()
+
+
+@tt.op(f"{NS}::keeps_a_size_where_it_cannot_be_replaced")
+def keeps_a_size(x: torch.Tensor) -> torch.Tensor:
+    _KEPT.kept = x.numel()  # an object with __slots__: nothing torch_tile can edit
+    return _scaled(x, 1.0)
+
+
+def test_a_stand_in_kept_where_it_cannot_be_replaced_refuses_its_next_use():
+    keeps_a_size.trace(torch.randn(8))  # (a call would then run the body on CPU, which keeps a plain int)
+    with pytest.raises(tt.TraceError, match=rf"{NS}::keeps_a_size_where_it_cannot_be_replaced: a stand-in of the "
+                                            r"op's trace .* was kept by the body's code past the trace"):
+        _KEPT.kept + 1
