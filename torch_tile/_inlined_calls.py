@@ -71,9 +71,10 @@ def _routed_apply(cls, *args, **kwargs):
     if tracer is None:
         return _original_apply.__get__(None, cls)(*args, **kwargs)
     tracer.function_applied(cls)
-    if _is_setup_context_defined(cls.setup_context):  # forward(*args) then setup_context(ctx, ...): no ctx here
-        return cls.forward(*args, **kwargs)
-    return cls.forward(InlinedContext(len(args)), *args, **kwargs)
+    with torch.no_grad():  # as Function.apply runs forward
+        if _is_setup_context_defined(cls.setup_context):  # forward(*args) then setup_context(ctx, ...): no ctx here
+            return cls.forward(*args, **kwargs)
+        return cls.forward(InlinedContext(len(args)), *args, **kwargs)
 
 
 # torch's factories whose sizes may be given as separate arguments.
