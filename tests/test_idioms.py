@@ -372,3 +372,12 @@ def test_a_stand_in_kept_where_it_cannot_be_replaced_refuses_its_next_use():
     with pytest.raises(tt.TraceError, match=rf"{NS}::keeps_a_size_where_it_cannot_be_replaced: a stand-in of the "
                                             r"op's trace .* was kept by the body's code past the trace"):
         _KEPT.kept + 1
+
+
+def test_a_fallback_op_under_torch_compile():
+    """torch.compile around an op no plan holds: the op breaks the graph (its fake cannot read data), and its
+    body then runs in Python, never traced by Dynamo (torch_tile's own code, like torch.library's kernels)."""
+    op = scaled_by_max["cpu"]
+    compiled = torch.compile(lambda t: op(t) + 1, backend="eager")
+    x = torch.randn(64)
+    torch.testing.assert_close(compiled(x), x * x.abs().max() + 1)

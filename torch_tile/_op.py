@@ -3,6 +3,7 @@ PyTorch operator whose CUDA implementation runs in C++."""
 
 from __future__ import annotations
 
+import types
 import warnings
 from typing import Callable, Iterable, Optional, Union
 
@@ -22,6 +23,16 @@ from .frontends.cuda import CudaKernel
 from .frontends.triton.interpret import InterpretLaunches
 from .frontends.triton.kernels import config_fingerprint, launch_config
 from .frontends.triton.writes import ANALYSIS_VERSION, written_parameters
+
+# What the dispatcher and the runtime call in Python (kernels, hooks) is torch_tile's own code, never traced by
+# torch.compile (a graph break would make Dynamo compile it, and meet stand-ins): as torch.library's own kernels.
+def _not_compiled(fn: Callable) -> Callable:
+    if not isinstance(fn, types.FunctionType):  # a C entry (autograd.Function's apply) takes no attributes
+        entry = fn
+
+        def fn(*args, **kwargs):
+            return entry(*args, **kwargs)
+    return torch._disable_dynamo(fn)
 
 # Every TileOp of this process, by qualname (bundles export by namespace).
 _REGISTRY: dict[str, "TileOp"] = {}
@@ -101,9 +112,9 @@ class TileOp:
         _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, self._fallback_call,
                        "CUDA", gradient_op=gradient_of is not None)
         if gradient_of is not None:
-            _C.register_gradient_op(qualname, self.fn)
+            _C.register_gradient_op(qualname, _not_compiled(self.fn))
         # Calls needing no gradient stay in C++; the others run this Function.
-        _C.register_autograd(qualname, self.mutated_args, _autograd_apply(self, None, None))
+        _C.register_autograd(qualname, self.mutated_args, _not_compiled(_autograd_apply(self, None, None)))
         self.backward_fn: Optional[Callable] = None  # as given to register_autograd
         self.setup_context_fn: Optional[Callable] = None
         self._gradient_ops: dict[SavedLayout, TileOp] = {}  # by the layout of what the forward keeps
@@ -153,7 +164,7 @@ class TileOp:
         self.backward_fn, self.setup_context_fn = backward, setup_context
         self._gradient_ops.clear()
         self.clear_plans()  # traced again, with what the backward needs
-        _C.set_backward(self.qualname, _autograd_apply(self, backward, setup_context))
+        _C.set_backward(self.qualname, _not_compiled(_autograd_apply(self, backward, setup_context)))
 
     def gradient_op(self, layout: SavedLayout) -> "TileOp":
         """The op that computes this op's gradients from what a forward kept in ``layout``."""
@@ -270,6 +281,7 @@ class TileOp:
 
     # Called by C++ (GIL held) when no plan matches; the dispatcher's stack
     # carries a dtype as its ScalarType code.
+    @_not_compiled
     def _trace(self, args: tuple, may_fall_back: bool) -> _C.LaunchPlan:
         try:
             return self._traced(Tracer(self, self._values(args)), fall_back=may_fall_back)
@@ -309,6 +321,7 @@ class TileOp:
         return tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))
 
     # Called by C++ (GIL held) for calls a fallback plan selects.
+    @_not_compiled
     def _fallback_call(self, args: tuple, reason: str) -> object:
         result = _fallback.run_body(self, self._values(args))
         self._fell_back(reason)  # after the body ran: its own errors are not a fallback's
@@ -318,9 +331,11 @@ class TileOp:
         self.fallback_calls[reason] = self.fallback_calls.get(reason, 0) + 1
         _fallback.warn_once(self, reason)
 
+    @_not_compiled
     def _fake(self, *args, **kwargs):
         return fake_call(self, self._arguments(args, kwargs))
 
+    @_not_compiled
     def _interpret(self, *args, **kwargs):
         # Trace too (cheap next to the interpreter), so that a body the CUDA
         # path cannot take fails here with the same TraceError (the tracer

@@ -321,7 +321,8 @@ class TensorProxy(torch.Tensor):
     def __getattr__(self, attr: str):
         # Tensor methods and properties not answered above: recorded by the tracer.
         if attr.startswith("_") or not hasattr(torch.Tensor, attr):
-            raise AttributeError(f"'Tensor' object (the stand-in for '{self._name}') has no attribute '{attr}'")
+            name = vars(self).get("_name", "a tensor")  # not self._name: asked before __init__ ran, it recurses
+            raise AttributeError(f"'Tensor' object (the stand-in for '{name}') has no attribute '{attr}'")
         member = getattr(torch.Tensor, attr)
         if callable(member):
             return lambda *args, **kwargs: self._tracer.tensor_method(attr, self, args, kwargs)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+import torch
+
 from ... import _C, _cubin, _plan
 from .. import KernelRegistry, plain_launch_metadata, stable_id
 from .compile import CudaKernel
@@ -112,4 +114,4 @@ def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
 def register() -> None:
     """Makes this frontend the compiler of CUDA C++ kernels' native variant caches (called once by
     ``torch_tile/__init__.py``)."""
-    _C.register_frontend(FRONTEND, _compile_callback)
+    _C.register_frontend(FRONTEND, torch._disable_dynamo(_compile_callback))  # runtime code, never compiled

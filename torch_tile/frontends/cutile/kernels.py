@@ -9,6 +9,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Union
 
+import torch
+
 from ... import _C, _cubin, _disk_cache, _plan
 from ..._version import __version__
 from .. import KernelRegistry, plain_launch_metadata, stable_id
@@ -234,4 +236,4 @@ def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
 def register() -> None:
     """Makes this frontend the compiler of cuTile kernels' native variant caches (called once by
     ``torch_tile/__init__.py``; imports nothing of cuTile)."""
-    _C.register_frontend(FRONTEND, _compile_callback)
+    _C.register_frontend(FRONTEND, torch._disable_dynamo(_compile_callback))  # runtime code, never compiled

@@ -257,4 +257,4 @@ def compile_count() -> int:
 def register() -> None:
     """Makes this frontend the compiler of its kernels' native variant caches
     (called once by ``torch_tile/__init__.py``)."""
-    _C.register_frontend(FRONTEND, _compile_callback)
+    _C.register_frontend(FRONTEND, torch._disable_dynamo(_compile_callback))  # runtime code, never compiled
