@@ -286,6 +286,7 @@ class TileOp:
             tracer.check_own_call(plan)
         except Exception as e:
             if not (fall_back and _fallback.may_fall_back(self, e)):
+                _fallback.name_the_op(e, self, "traced into a launch plan")
                 raise
             plan = tracer.fallback_plan(_fallback.reason(self, e))
         finally:
@@ -327,7 +328,7 @@ class TileOp:
         # checks the arguments as the CUDA kernel does).
         args = self._arguments(args, kwargs)
         plan = self._traced(Tracer(self, args, backward=False))
-        with launch_mode(InterpretLaunches()), _fallback.naming_the_op(self, "run by Triton's interpreter on CPU"):
+        with launch_mode(InterpretLaunches(self)), _fallback.naming_the_op(self, "run by Triton's interpreter on CPU"):
             result = self.call_body(args)
         if plan.fallback:
             _C.count_fallback_call()
