@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 import triton
 
-from . import _C, _disk_cache, _fallback, _op_names, _plan
+from . import _C, _disk_cache, _fallback, _interpreter_exit, _op_names, _plan
 from ._backward import SavedLayout, gradient_body
 from ._errors import TraceError
 from ._fake import fake_call
@@ -101,9 +101,9 @@ class TileOp:
         _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, self._fallback_call,
                        "CUDA", gradient_op=gradient_of is not None)
         if gradient_of is not None:
-            _C.register_gradient_op(qualname, self.fn)
+            _C.register_gradient_op(qualname, _interpreter_exit.work(self.fn))
         # Calls needing no gradient stay in C++; the others run this Function.
-        _C.register_autograd(qualname, self.mutated_args, _autograd_apply(self, None, None))
+        _C.register_autograd(qualname, self.mutated_args, _interpreter_exit.work(_autograd_apply(self, None, None)))
         self.backward_fn: Optional[Callable] = None  # as given to register_autograd
         self.setup_context_fn: Optional[Callable] = None
         self._gradient_ops: dict[SavedLayout, TileOp] = {}  # by the layout of what the forward keeps
@@ -153,7 +153,7 @@ class TileOp:
         self.backward_fn, self.setup_context_fn = backward, setup_context
         self._gradient_ops.clear()
         self.clear_plans()  # traced again, with what the backward needs
-        _C.set_backward(self.qualname, _autograd_apply(self, backward, setup_context))
+        _C.set_backward(self.qualname, _interpreter_exit.work(_autograd_apply(self, backward, setup_context)))
 
     def gradient_op(self, layout: SavedLayout) -> "TileOp":
         """The op that computes this op's gradients from what a forward kept in ``layout``."""
@@ -220,6 +220,7 @@ class TileOp:
         self._written[config] = written
         return written
 
+    @_interpreter_exit.work
     def trace(self, *args, device: Optional[torch.device] = None, **kwargs) -> _C.LaunchPlan:
         """The launch plan for these arguments (what the C++ runtime receives;
         see ``torch_tile._plan``); ``device`` overrides the device the body sees
@@ -270,6 +271,7 @@ class TileOp:
 
     # Called by C++ (GIL held) when no plan matches; the dispatcher's stack
     # carries a dtype as its ScalarType code.
+    @_interpreter_exit.work
     def _trace(self, args: tuple, may_fall_back: bool) -> _C.LaunchPlan:
         try:
             return self._traced(Tracer(self, self._values(args)), fall_back=may_fall_back)
@@ -310,6 +312,7 @@ class TileOp:
         return tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))
 
     # Called by C++ (GIL held) for calls a fallback plan selects.
+    @_interpreter_exit.work
     def _fallback_call(self, args: tuple, reason: str) -> object:
         result = _fallback.run_body(self, self._values(args))
         self._fell_back(reason)  # after the body ran: its own errors are not a fallback's
@@ -319,9 +322,11 @@ class TileOp:
         self.fallback_calls[reason] = self.fallback_calls.get(reason, 0) + 1
         _fallback.warn_once(self, reason)
 
+    @_interpreter_exit.work
     def _fake(self, *args, **kwargs):
         return fake_call(self, self._arguments(args, kwargs))
 
+    @_interpreter_exit.work
     def _interpret(self, *args, **kwargs):
         # Trace too (cheap next to the interpreter), so that a body the CUDA
         # path cannot take fails here with the same TraceError (the tracer
