@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 import triton
 
-from . import _C, _disk_cache, _fallback, _interpreter_exit, _op_names, _plan
+from . import _C, _disk_cache, _fallback, _functorch, _interpreter_exit, _op_names, _plan
 from ._backward import SavedLayout, gradient_body
 from ._errors import TraceError
 from ._fake import fake_call
@@ -90,7 +90,8 @@ class TileOp:
                             f"list[Tensor] or None, got ({', '.join(returns)})")
         self.num_returns = len(parsed.returns)
         self._lib = torch.library.Library(self.namespace, "FRAGMENT")
-        op_name = qualname.split("::", 1)[1]  # name[.overload], as torch.library's define and impl take it
+        # name[.overload], as torch.library's define and impl take it
+        self._lib_name = op_name = qualname.split("::", 1)[1]
         self._lib.define(op_name + schema)
         packet = getattr(getattr(torch.ops, self.namespace), self.name)
         self.overload = getattr(packet, self.overload_name or "default")
@@ -102,10 +103,14 @@ class TileOp:
                        "CUDA", gradient_op=gradient_of is not None)
         if gradient_of is not None:
             _C.register_gradient_op(qualname, _interpreter_exit.work(self.fn))
-        # Calls needing no gradient stay in C++; the others run this Function.
-        _C.register_autograd(qualname, self.mutated_args, _interpreter_exit.work(_autograd_apply(self, None, None)))
         self.backward_fn: Optional[Callable] = None  # as given to register_autograd
         self.setup_context_fn: Optional[Callable] = None
+        self.vmap_fn: Optional[Callable] = None  # as given to register_vmap
+        self.routed_through_functorch = False  # see _functorch.py
+        # Calls needing no gradient stay in C++; the others run this Function.
+        self.autograd_function = _autograd_function(self, None, None)
+        apply = _autograd_apply(self, self.autograd_function, differentiable=False)
+        _C.register_autograd(qualname, self.mutated_args, _interpreter_exit.work(apply))
         self._gradient_ops: dict[SavedLayout, TileOp] = {}  # by the layout of what the forward keeps
         self._gradient_count = 0
         self._written: dict[int, Optional[frozenset]] = {}  # launch config id -> parameters written
@@ -136,9 +141,10 @@ class TileOp:
         the plans of a *gradient op* (``<ns>_grad::<name>``), so a training
         step runs no Python once traced; write both as an op body (sizes,
         tile ops, torch ops). Where one cannot be traced (warned once), and
-        under create_graph, functorch transforms, torch.compile and tensor
-        subclasses, the op runs under a ``torch.autograd.Function`` (or its
-        backward eagerly), as ``torch.library`` would run it.
+        under create_graph, torch.compile and tensor subclasses, the op runs
+        under a ``torch.autograd.Function`` (or its backward eagerly), as
+        ``torch.library`` would run it; under torch.func transforms (grad, vjp,
+        jacrev, vmap) as that Function too (see :meth:`register_vmap`).
         """
         if self.mutated_args:
             raise RuntimeError(
@@ -153,7 +159,23 @@ class TileOp:
         self.backward_fn, self.setup_context_fn = backward, setup_context
         self._gradient_ops.clear()
         self.clear_plans()  # traced again, with what the backward needs
-        _C.set_backward(self.qualname, _interpreter_exit.work(_autograd_apply(self, backward, setup_context)))
+        self.autograd_function = _autograd_function(self, backward, setup_context)
+        _C.set_backward(self.qualname,
+                        _interpreter_exit.work(_autograd_apply(self, self.autograd_function, differentiable=True)))
+        _functorch.route(self, self._lib, self._lib_name)
+
+    def register_vmap(self, rule: Callable) -> None:
+        """Declares how ``torch.func.vmap`` batches the op, as ``torch.library.register_vmap``:
+        ``rule(info, in_dims, *args)`` returns ``(output, out_dims)``; ``info.batch_size`` is the batch's size,
+        ``in_dims`` holds each argument's batch dimension (None: not batched). Without one, an op with a
+        registered backward is batched by calling it once per sample (see ``_functorch.py``)."""
+        if self.mutated_args or self.returns_list:
+            raise NotImplementedError(f"{self.qualname}.register_vmap: the op mutates its arguments or returns "
+                                      "list[Tensor]; vmap rules are supported for ops returning tensors only")
+        if not callable(rule):
+            raise TypeError(f"{self.qualname}.register_vmap: the rule must be a callable")
+        self.vmap_fn = rule
+        _functorch.route(self, self._lib, self._lib_name)
 
     def gradient_op(self, layout: SavedLayout) -> "TileOp":
         """The op that computes this op's gradients from what a forward kept in ``layout``."""
@@ -348,12 +370,9 @@ def _python_value(value, kind) -> object:
     return value
 
 
-def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Optional[Callable]) -> Callable:
-    """The callable the op's C++ Autograd kernel runs for calls that need a
-    gradient: the op under a ``torch.autograd.Function`` with ``backward``
-    (None: a backward that raises, naming the op)."""
-    if op.returns_list:
-        return _refusing_gradients_of_list_returns(op)
+def _autograd_function(op: TileOp, backward: Optional[Callable], setup_context: Optional[Callable]) -> type:
+    """The op as a ``torch.autograd.Function``: its backward is ``backward`` (None: one that raises, naming the
+    op), its vmap rule and its missing forward-mode derivative are ``_functorch``'s."""
     num_args = len(op.arg_names)
     mutated = op.mutated_args
 
@@ -386,17 +405,28 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
                 f"input: {', '.join(op.arg_names)}; None for non-tensor inputs)")
         return result
 
-    function = type(f"{op.name}_autograd", (torch.autograd.Function,), {
+    return type(f"{op.name}_autograd", (torch.autograd.Function,), {
         "forward": staticmethod(forward),
         "setup_context": staticmethod(setup),
         "backward": staticmethod(backward_fn),
+        "vmap": staticmethod(_functorch.vmap_rule(op)),
+        "jvp": staticmethod(_functorch.no_forward_derivative(op)),
     })
+
+
+def _autograd_apply(op: TileOp, function: type, differentiable: bool) -> Callable:
+    """The callable the op's C++ Autograd kernel runs for calls that need a gradient: ``function`` (the op's
+    autograd.Function) applied; for an op that is not ``differentiable`` (no registered backward), the body where
+    it differentiates itself."""
+    if op.returns_list:
+        return _refusing_gradients_of_list_returns(op)
+    mutated = op.mutated_args
     apply = _fast_apply(function)
     lists = [i for i, k in enumerate(op.arg_kinds) if k == ArgKind.TENSOR_LIST]
     if lists:
         apply = _refusing_list_gradients(op, lists, apply)
     if not mutated:
-        return apply if backward is not None else _differentiating_through_the_body(op, apply)
+        return apply if differentiable else _differentiating_through_the_body(op, apply)
     num_outs = op.num_returns
 
     def apply_and_drop_written(*args):
