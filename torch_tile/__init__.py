@@ -12,7 +12,7 @@ import os
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from . import _C, frontends
-from ._errors import CallError, OpDefinitionError, TraceError
+from ._errors import CallError, KernelError, OpDefinitionError, TraceError
 from ._explain import explain
 from ._expr import SymbolicInt, sym_max, sym_min
 from ._op import TileOp, op
@@ -51,6 +51,7 @@ __all__ = [
     "TraceError",
     "OpDefinitionError",
     "CallError",
+    "KernelError",
     "explain",
     "TensorProxy",
     "SymbolicInt",

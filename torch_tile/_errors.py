@@ -1,4 +1,4 @@
-"""Errors of op bodies that a launch plan cannot hold."""
+"""torch_tile's errors: what a launch plan cannot hold, what a call cannot do, a kernel that failed."""
 
 
 class TraceError(RuntimeError):
@@ -17,3 +17,13 @@ class CallError(TraceError, ValueError):
 
 class TraceOverflowError(TraceError, OverflowError):
     """Integer arithmetic in the op body left int64 (the plan's integer type)."""
+
+
+class TraceZeroDivisionError(TraceError, ZeroDivisionError):
+    """Integer arithmetic on sizes in the op body divides by zero for this call: the body run in Python raises
+    ZeroDivisionError too (which is what a fallback does); the calls whose divisor is not zero trace a plan."""
+
+
+class KernelError(RuntimeError):
+    """A kernel the op launched failed to compile or run (on the CPU path, under Triton's interpreter); the
+    message names the op, the kernel and its launch site, and the kernel's own error is the cause."""

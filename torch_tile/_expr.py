@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 import torch
 
+from ._errors import TraceZeroDivisionError
 from ._plan import ExprOp
 from ._trace_state import current_tracer
 
@@ -66,10 +67,10 @@ class GuardSink:
     def track(self, stand_in) -> None:
         """Called for every stand-in made (the tracer settles the ones its body kept: _escapes.py)."""
 
-    def error(self, message: str, overflow: bool = False) -> Exception:
+    def error(self, message: str, overflow: bool = False, kind: Optional[type] = None) -> Exception:
         """The exception to raise for a problem in the body (names op and line);
-        with ``overflow`` it is also an OverflowError."""
-        return (OverflowError if overflow else ValueError)(message)
+        with ``overflow`` it is also an OverflowError; ``kind``: the exception's class."""
+        return (kind or (OverflowError if overflow else ValueError))(message)
 
 
 class SymbolicInt:
@@ -104,10 +105,18 @@ class SymbolicInt:
         a, b = (rhs, self) if reverse else (self, rhs)
         symbol, fn = _BINARY[op]
         self.sink.note_arithmetic()
+        text = f"({a.text} {symbol} {b.text})"
+        # Where Python raises, so does the trace, naming op and line; the guard keeps the plan of this failure
+        # (a fallback) to the calls that fail alike.
+        if op in (Op.FLOORDIV, Op.MOD) and b.value == 0:
+            self.sink.add_guard(b.code + (Op.CONST, 0, Op.EQ), f"{b.text} == 0")
+            raise self.sink.error(f"division by zero: `{text}` with `{b.text}` = 0", kind=TraceZeroDivisionError)
+        if op in (Op.SHL, Op.SHR) and b.value < 0:
+            self.sink.add_guard(b.code + (Op.CONST, 0, Op.LT), f"{b.text} < 0")
+            raise self.sink.error(f"negative shift count: `{text}` with `{b.text}` = {b.value}")
         # As in Python (and so for Triton): & | ^ of two bools is a bool.
         is_bool = a.is_bool and b.is_bool and op in (Op.BITAND, Op.BITOR, Op.BITXOR)
-        return SymbolicInt(a.code + b.code + (op,), f"({a.text} {symbol} {b.text})", fn(a.value, b.value), self.sink,
-                           is_bool)
+        return SymbolicInt(a.code + b.code + (op,), text, fn(a.value, b.value), self.sink, is_bool)
 
     def _compare(self, other, op: Op):
         rhs = self._lift(other)
@@ -157,16 +166,27 @@ class SymbolicInt:
 
     # A float made from a size: its value, guarded (the plan holds for this size).
     def __truediv__(self, o):
-        return self.specialize() / (o.specialize() if isinstance(o, SymbolicInt) else o)
+        return self._on_values(self, "/", o)
 
     def __rtruediv__(self, o):
-        return o / self.specialize()
+        return self._on_values(o, "/", self)
 
     def __pow__(self, o):
-        return self.specialize() ** (o.specialize() if isinstance(o, SymbolicInt) else o)
+        return self._on_values(self, "**", o)
 
     def __rpow__(self, o):
-        return o ** self.specialize()
+        return self._on_values(o, "**", self)
+
+    def _on_values(self, a, symbol: str, b):
+        """``a / b`` or ``a ** b`` on the values (each SymbolicInt's guarded); a division by zero names op and
+        line, as the arithmetic that stays symbolic does."""
+        x, y = (v.specialize() if isinstance(v, SymbolicInt) else v for v in (a, b))
+        try:
+            return x / y if symbol == "/" else x ** y
+        except ZeroDivisionError:
+            text = f"{getattr(a, 'text', a)} {symbol} {getattr(b, 'text', b)}"
+            raise self.sink.error(f"division by zero: `{text}` with values {x!r} and {y!r}",
+                                  kind=TraceZeroDivisionError) from None
 
     def bit_length(self) -> "SymbolicInt":
         return self.unary(Op.BIT_LENGTH, f"{self.text}.bit_length()", self.value.bit_length())

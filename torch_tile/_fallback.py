@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import _process_locks
-from ._errors import CallError, OpDefinitionError, TraceError
+from ._errors import CallError, KernelError, OpDefinitionError, TraceError
 from ._launch_mode import direct_launches, launch_mode
 from .frontends.triton.interpret import InterpretLaunches
 
@@ -52,8 +52,7 @@ def reason(op: "TileOp", error: Exception) -> str:
         text = str(error)
         return text[len(op.qualname) + 2:] if text.startswith(op.qualname + ": ") else text
     frames = traceback.extract_tb(error.__traceback__)
-    body_codes = {(fn.__code__.co_filename, fn.__code__.co_name) for fn in op.sources}
-    body = next((f for f in reversed(frames) if (f.filename, f.name) in body_codes), None)
+    body = _body_frame(op, frames)
     inner = next((f for f in reversed(frames) if not os.path.abspath(f.filename).startswith(_TORCH_TILE_DIR)), None)
     where = [f"{f.filename}:{f.lineno}" for f in (body, inner) if f is not None]
     where = list(dict.fromkeys(where))  # the body's line may be the innermost one too
@@ -68,20 +67,35 @@ def run_body(op: "TileOp", values: tuple) -> object:
     on_cpu = any(t.device.type == "cpu" for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
                  if isinstance(t, torch.Tensor))
     # On CPU tensors, as the op's CPU path runs its body: Triton's interpreter launches the kernels.
-    launches = launch_mode(InterpretLaunches()) if on_cpu else direct_launches()
+    launches = launch_mode(InterpretLaunches(op)) if on_cpu else direct_launches()
     with launches, naming_the_op(op, "run in Python for this call"):
         result = op.call_body(values)
     return _checked(op, values, result)
 
 
+def _body_frame(op: "TileOp", frames: list) -> "traceback.FrameSummary | None":
+    """The innermost of ``frames`` that runs the op's body (or its setup_context, its backward)."""
+    body_codes = {(fn.__code__.co_filename, fn.__code__.co_name) for fn in op.sources}
+    return next((f for f in reversed(frames) if (f.filename, f.name) in body_codes), None)
+
+
 @contextlib.contextmanager
 def naming_the_op(op: "TileOp", how: str):
-    """An error the body raises (its own, not torch_tile's) gets a note naming the op and how the body ran."""
+    """An error the body raises gets a note naming the op, the body's line and how the body ran."""
     try:
         yield
     except Exception as e:
-        e.add_note(f"(in the body of torch_tile op {op.qualname}, {how})")
+        name_the_op(e, op, how)
         raise
+
+
+def name_the_op(error: Exception, op: "TileOp", how: str) -> None:
+    """A note on an error the body raised (its own: torch_tile's errors name op and line in their message)."""
+    if isinstance(error, (TraceError, KernelError)):
+        return
+    body = _body_frame(op, traceback.extract_tb(error.__traceback__))
+    where = f" at {body.filename}:{body.lineno}" if body is not None else ""
+    error.add_note(f"(in the body of torch_tile op {op.qualname}{where}, {how})")
 
 
 def warn_once(op: "TileOp", why: str) -> None:

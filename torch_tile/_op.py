@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 import triton
 
-from . import _C, _disk_cache, _fallback, _op_names, _plan
+from . import _C, _disk_cache, _fallback, _functorch, _interpreter_exit, _op_names, _plan
 from ._backward import SavedLayout, gradient_body
 from ._errors import TraceError
 from ._fake import fake_call
@@ -25,14 +25,16 @@ from .frontends.triton.kernels import config_fingerprint, launch_config
 from .frontends.triton.writes import ANALYSIS_VERSION, written_parameters
 
 # What the dispatcher and the runtime call in Python (kernels, hooks) is torch_tile's own code, never traced by
-# torch.compile (a graph break would make Dynamo compile it, and meet stand-ins): as torch.library's own kernels.
-def _not_compiled(fn: Callable) -> Callable:
+# torch.compile (a graph break would make Dynamo compile it, and meet stand-ins), as torch.library's kernels.
+def _entry(fn: Callable) -> Callable:
+    """A Python entry the dispatcher or the runtime calls: never traced by torch.compile, and waited for by the
+    interpreter's exit (_interpreter_exit)."""
     if not isinstance(fn, types.FunctionType):  # a C entry (autograd.Function's apply) takes no attributes
         entry = fn
 
         def fn(*args, **kwargs):
             return entry(*args, **kwargs)
-    return torch._disable_dynamo(fn)
+    return _interpreter_exit.work(torch._disable_dynamo(fn))
 
 # Every TileOp of this process, by qualname (bundles export by namespace).
 _REGISTRY: dict[str, "TileOp"] = {}
@@ -101,7 +103,8 @@ class TileOp:
                             f"list[Tensor] or None, got ({', '.join(returns)})")
         self.num_returns = len(parsed.returns)
         self._lib = torch.library.Library(self.namespace, "FRAGMENT")
-        op_name = qualname.split("::", 1)[1]  # name[.overload], as torch.library's define and impl take it
+        # name[.overload], as torch.library's define and impl take it
+        self._lib_name = op_name = qualname.split("::", 1)[1]
         self._lib.define(op_name + schema)
         packet = getattr(getattr(torch.ops, self.namespace), self.name)
         self.overload = getattr(packet, self.overload_name or "default")
@@ -112,11 +115,15 @@ class TileOp:
         _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, self._fallback_call,
                        "CUDA", gradient_op=gradient_of is not None)
         if gradient_of is not None:
-            _C.register_gradient_op(qualname, _not_compiled(self.fn))
-        # Calls needing no gradient stay in C++; the others run this Function.
-        _C.register_autograd(qualname, self.mutated_args, _not_compiled(_autograd_apply(self, None, None)))
+            _C.register_gradient_op(qualname, _entry(self.fn))
         self.backward_fn: Optional[Callable] = None  # as given to register_autograd
         self.setup_context_fn: Optional[Callable] = None
+        self.vmap_fn: Optional[Callable] = None  # as given to register_vmap
+        self.routed_through_functorch = False  # see _functorch.py
+        # Calls needing no gradient stay in C++; the others run this Function.
+        self.autograd_function = _autograd_function(self, None, None)
+        apply = _autograd_apply(self, self.autograd_function, differentiable=False)
+        _C.register_autograd(qualname, self.mutated_args, _entry(apply))
         self._gradient_ops: dict[SavedLayout, TileOp] = {}  # by the layout of what the forward keeps
         self._gradient_count = 0
         self._written: dict[int, Optional[frozenset]] = {}  # launch config id -> parameters written
@@ -147,9 +154,10 @@ class TileOp:
         the plans of a *gradient op* (``<ns>_grad::<name>``), so a training
         step runs no Python once traced; write both as an op body (sizes,
         tile ops, torch ops). Where one cannot be traced (warned once), and
-        under create_graph, functorch transforms, torch.compile and tensor
-        subclasses, the op runs under a ``torch.autograd.Function`` (or its
-        backward eagerly), as ``torch.library`` would run it.
+        under create_graph, torch.compile and tensor subclasses, the op runs
+        under a ``torch.autograd.Function`` (or its backward eagerly), as
+        ``torch.library`` would run it; under torch.func transforms (grad, vjp,
+        jacrev, vmap) as that Function too (see :meth:`register_vmap`).
         """
         if self.mutated_args:
             raise RuntimeError(
@@ -164,7 +172,23 @@ class TileOp:
         self.backward_fn, self.setup_context_fn = backward, setup_context
         self._gradient_ops.clear()
         self.clear_plans()  # traced again, with what the backward needs
-        _C.set_backward(self.qualname, _not_compiled(_autograd_apply(self, backward, setup_context)))
+        self.autograd_function = _autograd_function(self, backward, setup_context)
+        _C.set_backward(self.qualname,
+                        _entry(_autograd_apply(self, self.autograd_function, differentiable=True)))
+        _functorch.route(self, self._lib, self._lib_name)
+
+    def register_vmap(self, rule: Callable) -> None:
+        """Declares how ``torch.func.vmap`` batches the op, as ``torch.library.register_vmap``:
+        ``rule(info, in_dims, *args)`` returns ``(output, out_dims)``; ``info.batch_size`` is the batch's size,
+        ``in_dims`` holds each argument's batch dimension (None: not batched). Without one, an op with a
+        registered backward is batched by calling it once per sample (see ``_functorch.py``)."""
+        if self.mutated_args or self.returns_list:
+            raise NotImplementedError(f"{self.qualname}.register_vmap: the op mutates its arguments or returns "
+                                      "list[Tensor]; vmap rules are supported for ops returning tensors only")
+        if not callable(rule):
+            raise TypeError(f"{self.qualname}.register_vmap: the rule must be a callable")
+        self.vmap_fn = rule
+        _functorch.route(self, self._lib, self._lib_name)
 
     def gradient_op(self, layout: SavedLayout) -> "TileOp":
         """The op that computes this op's gradients from what a forward kept in ``layout``."""
@@ -231,6 +255,7 @@ class TileOp:
         self._written[config] = written
         return written
 
+    @_interpreter_exit.work
     def trace(self, *args, device: Optional[torch.device] = None, **kwargs) -> _C.LaunchPlan:
         """The launch plan for these arguments (what the C++ runtime receives;
         see ``torch_tile._plan``); ``device`` overrides the device the body sees
@@ -281,7 +306,7 @@ class TileOp:
 
     # Called by C++ (GIL held) when no plan matches; the dispatcher's stack
     # carries a dtype as its ScalarType code.
-    @_not_compiled
+    @_entry
     def _trace(self, args: tuple, may_fall_back: bool) -> _C.LaunchPlan:
         try:
             return self._traced(Tracer(self, self._values(args)), fall_back=may_fall_back)
@@ -298,6 +323,7 @@ class TileOp:
             tracer.check_own_call(plan)
         except Exception as e:
             if not (fall_back and _fallback.may_fall_back(self, e)):
+                _fallback.name_the_op(e, self, "traced into a launch plan")
                 raise
             plan = tracer.fallback_plan(_fallback.reason(self, e))
         finally:
@@ -321,7 +347,7 @@ class TileOp:
         return tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))
 
     # Called by C++ (GIL held) for calls a fallback plan selects.
-    @_not_compiled
+    @_entry
     def _fallback_call(self, args: tuple, reason: str) -> object:
         result = _fallback.run_body(self, self._values(args))
         self._fell_back(reason)  # after the body ran: its own errors are not a fallback's
@@ -331,18 +357,18 @@ class TileOp:
         self.fallback_calls[reason] = self.fallback_calls.get(reason, 0) + 1
         _fallback.warn_once(self, reason)
 
-    @_not_compiled
+    @_entry
     def _fake(self, *args, **kwargs):
         return fake_call(self, self._arguments(args, kwargs))
 
-    @_not_compiled
+    @_entry
     def _interpret(self, *args, **kwargs):
         # Trace too (cheap next to the interpreter), so that a body the CUDA
         # path cannot take fails here with the same TraceError (the tracer
         # checks the arguments as the CUDA kernel does).
         args = self._arguments(args, kwargs)
         plan = self._traced(Tracer(self, args, backward=False))
-        with launch_mode(InterpretLaunches()), _fallback.naming_the_op(self, "run by Triton's interpreter on CPU"):
+        with launch_mode(InterpretLaunches(self)), _fallback.naming_the_op(self, "run by Triton's interpreter on CPU"):
             result = self.call_body(args)
         if plan.fallback:
             _C.count_fallback_call()
@@ -357,12 +383,9 @@ def _python_value(value, kind) -> object:
     return value
 
 
-def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Optional[Callable]) -> Callable:
-    """The callable the op's C++ Autograd kernel runs for calls that need a
-    gradient: the op under a ``torch.autograd.Function`` with ``backward``
-    (None: a backward that raises, naming the op)."""
-    if op.returns_list:
-        return _refusing_gradients_of_list_returns(op)
+def _autograd_function(op: TileOp, backward: Optional[Callable], setup_context: Optional[Callable]) -> type:
+    """The op as a ``torch.autograd.Function``: its backward is ``backward`` (None: one that raises, naming the
+    op), its vmap rule and its missing forward-mode derivative are ``_functorch``'s."""
     num_args = len(op.arg_names)
     mutated = op.mutated_args
 
@@ -395,17 +418,28 @@ def _autograd_apply(op: TileOp, backward: Optional[Callable], setup_context: Opt
                 f"input: {', '.join(op.arg_names)}; None for non-tensor inputs)")
         return result
 
-    function = type(f"{op.name}_autograd", (torch.autograd.Function,), {
+    return type(f"{op.name}_autograd", (torch.autograd.Function,), {
         "forward": staticmethod(forward),
         "setup_context": staticmethod(setup),
         "backward": staticmethod(backward_fn),
+        "vmap": staticmethod(_functorch.vmap_rule(op)),
+        "jvp": staticmethod(_functorch.no_forward_derivative(op)),
     })
+
+
+def _autograd_apply(op: TileOp, function: type, differentiable: bool) -> Callable:
+    """The callable the op's C++ Autograd kernel runs for calls that need a gradient: ``function`` (the op's
+    autograd.Function) applied; for an op that is not ``differentiable`` (no registered backward), the body where
+    it differentiates itself."""
+    if op.returns_list:
+        return _refusing_gradients_of_list_returns(op)
+    mutated = op.mutated_args
     apply = _fast_apply(function)
     lists = [i for i, k in enumerate(op.arg_kinds) if k == ArgKind.TENSOR_LIST]
     if lists:
         apply = _refusing_list_gradients(op, lists, apply)
     if not mutated:
-        return apply if backward is not None else _differentiating_through_the_body(op, apply)
+        return apply if differentiable else _differentiating_through_the_body(op, apply)
     num_outs = op.num_returns
 
     def apply_and_drop_written(*args):

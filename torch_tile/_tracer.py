@@ -625,7 +625,7 @@ class Tracer(GuardSink, LaunchMode):
             return tuple(concrete(g) for g in (grid(meta) if callable(grid) else grid))
 
         def tune():
-            leaves = None if self.device.type == "cuda" else InterpretLaunches()
+            leaves = None if self.device.type == "cuda" else InterpretLaunches(self.op)
             with launch_mode(TuningLaunches(leaves)), _pop_mode_temporarily(), outside_trace():
                 names = tuner.arg_names
                 real_args = [real(a, n) for n, a in zip(names, args)]

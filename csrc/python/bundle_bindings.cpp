@@ -15,6 +15,7 @@
 #include "../torch/error_translation.h"
 #include "../torch/native_op.h"
 #include "../torch/op_library.h"
+#include "interpreter_exit.h"
 #include "op_named.h"
 #include "plan_bindings.h"
 
@@ -130,7 +131,7 @@ template <class Load>
 py::dict loaded_without_gil(Load load) {
   LoadedBundle b;
   {
-    py::gil_scoped_release no_gil;
+    GilRelease no_gil;
     b = load();
   }
   py::dict d;
@@ -149,7 +150,7 @@ py::list variant_keys(const std::string& qualname, const py::tuple& args, const 
   std::vector<std::pair<std::shared_ptr<KernelCache>, std::vector<uint64_t>>> keys;
   {
     // A miss takes the op's trace mutex; its holder may be waiting for the GIL (the tracer takes it back).
-    py::gil_scoped_release no_gil;
+    GilRelease no_gil;
     keys = op->variant_keys(stack);
   }
   py::list out;

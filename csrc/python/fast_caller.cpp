@@ -7,10 +7,12 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "../torch/op_library.h"
+#include "interpreter_exit.h"
 #include "op_named.h"
 
 namespace py = pybind11;
@@ -36,8 +38,9 @@ void destroy_caller(PyObject* capsule) {
   delete caller;
 }
 
-// Appends the argument to the stack; false when it needs torch's generic path.
-bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
+// Appends the argument to the stack; false when it needs torch's generic path. `cuda`: set when it holds a CUDA
+// tensor.
+bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj, bool& cuda) {
   if (is_optional(kind)) {
     if (obj == Py_None) {
       stack.emplace_back();
@@ -50,6 +53,7 @@ bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
       // Exactly torch.Tensor (or Parameter): subclasses may override __torch_function__.
       if (!THPVariable_CheckExact(obj)) return false;
       stack.emplace_back(THPVariable_Unpack(obj));
+      cuda = cuda || stack.back().toTensor().is_cuda();
       return true;
     case ArgKind::Int: {
       if (!PyLong_CheckExact(obj)) return false;
@@ -87,6 +91,7 @@ bool push_argument(torch::jit::Stack& stack, ArgKind kind, PyObject* obj) {
       for (Py_ssize_t k = 0; k < size; ++k) {
         if (!THPVariable_CheckExact(items[k])) return false;
         list.push_back(THPVariable_Unpack(items[k]));
+        cuda = cuda || list.get(k).is_cuda();
       }
       stack.emplace_back(std::move(list));
       return true;
@@ -157,13 +162,16 @@ PyObject* fast_call(PyObject* capsule, PyObject* const* args, Py_ssize_t nargsf,
   } release{reuse, stack};
   reusable_in_use = true;
   stack.clear();
+  bool cuda = false;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    if (!push_argument(stack, c.kinds[size_t(i)], args[i])) return call_fallback(c, args, nargsf, kwnames);
+    if (!push_argument(stack, c.kinds[size_t(i)], args[i], cuda)) return call_fallback(c, args, nargsf, kwnames);
   }
   {
-    // Released like torch does around operator calls: a cache miss may wait
-    // for another thread that is compiling (and needs the GIL).
-    py::gil_scoped_release no_gil;
+    // The native kernel (CUDA tensors) runs without the GIL: a cache miss may wait for another thread that is
+    // compiling (and needs the GIL). The other kernels are Python's (CPU, Meta), which would take it back at
+    // once; torch's way in to them must not be where a thread ends at interpreter exit (interpreter_exit.h).
+    std::optional<GilRelease> no_gil;
+    if (cuda) no_gil.emplace();
     c.op.callBoxed(stack);
   }
   if (c.num_returns == 0) Py_RETURN_NONE;

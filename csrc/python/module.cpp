@@ -20,6 +20,7 @@
 #include "binary_from_python.h"
 #include "bundle_bindings.h"
 #include "fast_caller.h"
+#include "interpreter_exit.h"
 #include "nvrtc_bindings.h"
 #include "op_named.h"
 #include "plan_bindings.h"
@@ -108,7 +109,7 @@ int install_plans(const std::string& qualname, const py::bytes& data) {
   const std::shared_ptr<NativeOp> op = op_named(qualname);
   const OpPlans plans = read_plans(std::string(data));
   // The op's trace mutex may be held by a thread that waits for the GIL (a first call tracing).
-  py::gil_scoped_release no_gil;
+  GilRelease no_gil;
   return translating_errors([&] { return op->install_plans(plans); });
 }
 

@@ -5,6 +5,7 @@
 #include "../runtime/cuda_source_kernels.h"
 #include "../runtime/nvrtc.h"
 #include "../torch/error_translation.h"
+#include "interpreter_exit.h"
 
 namespace py = pybind11;
 
@@ -18,7 +19,7 @@ void bind_nvrtc(py::module_& m) {
         CudaSource source{code, name_expression, options, label};
         CompiledCudaSource compiled;
         {
-          py::gil_scoped_release no_gil;  // seconds of compiling: other threads run
+          GilRelease no_gil;  // seconds of compiling: other threads run
           compiled = translating_errors([&] { return compile_cuda_source(source, capability); });
         }
         py::dict out;

@@ -5,6 +5,7 @@
 #include "../runtime/counters.h"
 #include "../runtime/error.h"
 #include "binary_from_python.h"
+#include "interpreter_exit.h"
 
 namespace py = pybind11;
 
@@ -13,13 +14,17 @@ namespace {
 
 // Python objects may be released from threads that do not hold the GIL.
 void release_with_gil(py::object& obj) {
-  if (!obj || !Py_IsInitialized()) {
-    obj.release();  // interpreter gone: leak rather than touch it
+  if (!obj || !Py_IsInitialized() || python_finalizing()) {
+    obj.release();  // interpreter ending or gone: leak rather than touch it
     return;
   }
-  py::gil_scoped_acquire gil;
+  GilAcquire gil;
   obj = py::object();
 }
+
+// Interrupts (KeyboardInterrupt, SystemExit: BaseExceptions that are no Exception) stay what they are on every
+// path, never an error of the call.
+bool is_interrupt(const py::error_already_set& e) { return !e.matches(PyExc_Exception); }
 
 }  // namespace
 
@@ -33,12 +38,12 @@ PythonEagerGradient::~PythonEagerGradient() { release_with_gil(body_); }
 
 std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(NativeOp& op, const CallArgs&, const torch::jit::Stack& stack,
                                                     size_t first, bool may_fall_back) {
-  py::gil_scoped_acquire gil;
+  GilAcquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
   const size_t n = op.arg_kinds().size();
   py::tuple args(n);
   for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[first + i]);
-  const py::object plan = trace_fn_(args, may_fall_back);
+  const py::object plan = call_python(trace_fn_, py::make_tuple(args, may_fall_back));
   if (!py::isinstance<LaunchPlan>(plan)) {
     fail(ErrorKind::Runtime, op.qualname() + ": the tracer returned " + std::string(py::str(py::type::of(plan))) +
                                  ", not a LaunchPlan");
@@ -47,14 +52,15 @@ std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(NativeOp& op, const CallArgs
 }
 
 KernelBinary PythonCompiler::compile(const KernelCache& kernel, const SpecializationKey& key, int capability) {
-  py::gil_scoped_acquire gil;
+  GilAcquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
   py::list words(key.size);
   for (uint32_t i = 0; i < key.size; ++i) words[i] = py::int_(key.words[i]);
   try {
-    const py::dict result = compile_fn_(kernel.id(), words, capability);
+    const py::dict result = call_python(compile_fn_, py::make_tuple(kernel.id(), words, capability));
     return binary_from_python(result);
   } catch (py::error_already_set& e) {
+    if (is_interrupt(e)) throw;
     // Keep the frontend's message and the kind of error; the launch path adds op, kernel and site.
     const ErrorKind kind = e.matches(PyExc_ValueError)            ? ErrorKind::Value
                            : e.matches(PyExc_TypeError)           ? ErrorKind::Type
@@ -72,7 +78,7 @@ namespace {
 // `schema`'s returns.
 template <class Call>
 void call_with_stack(const Call& call, const c10::FunctionSchema& schema, torch::jit::Stack& stack, size_t n) {
-  py::gil_scoped_acquire gil;
+  GilAcquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
   py::tuple args(n);
   for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[stack.size() - n + i]);
@@ -91,23 +97,23 @@ void call_with_stack(const Call& call, const c10::FunctionSchema& schema, torch:
 
 void PythonPlanTracer::run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n) {
   const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(op.qualname().c_str(), "");
-  call_with_stack([&](const py::tuple& args) { return fallback_fn_(args, plan.fallback); }, handle.schema(), stack,
-                  n);
+  call_with_stack([&](const py::tuple& args) { return call_python(fallback_fn_, py::make_tuple(args, plan.fallback)); },
+                  handle.schema(), stack, n);
 }
 
 void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
-  call_with_stack([&](const py::tuple& args) { return apply_fn_(*args); }, op.schema(), stack,
+  call_with_stack([&](const py::tuple& args) { return call_python(apply_fn_, args); }, op.schema(), stack,
                   op.schema().arguments().size());
 }
 
 std::vector<at::Tensor> PythonEagerGradient::run(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
   const size_t n = op.schema().arguments().size();
-  py::gil_scoped_acquire gil;
+  GilAcquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
   py::tuple args(n);
   for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[stack.size() - n + i]);
   torch::jit::drop(stack, n);
-  const py::tuple result = py::cast<py::tuple>(body_(*args));
+  const py::tuple result = py::cast<py::tuple>(call_python(body_, args));
   std::vector<at::Tensor> grads;
   for (const py::handle g : result) grads.push_back(g.is_none() ? at::Tensor() : py::cast<at::Tensor>(g));
   return grads;

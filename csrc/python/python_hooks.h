@@ -1,6 +1,7 @@
 // The runtime's slow-path hooks implemented by calling Python: tracing an op
 // body into a plan, compiling a kernel variant with Triton, and running an op
-// under its autograd.Function, running a backward eagerly. All take the GIL;
+// under its autograd.Function, running a backward eagerly. All take the GIL
+// (and park a thread that the exiting interpreter ends: interpreter_exit.h);
 // none runs in a steady state.
 #pragma once
 

@@ -8,6 +8,7 @@
 #include "cuda_driver.h"
 #include "device_info.h"
 #include "error.h"
+#include "evaluation_site.h"
 #include "limits.h"
 #include "tensor_map.h"
 
@@ -29,7 +30,22 @@ union ParamValue {
   void* p;
 };
 
-void evaluate_bindings(const LaunchStep& step, const CallArgs& args, ParamValue* values) {
+// "kernel k (launched at body.py:12)": where a launch's errors come from.
+std::string launch_site(const LaunchStep& step) {
+  return "kernel " + step.kernel->name() + " (launched at " + step.site + ")";
+}
+
+// Runs `fn`, a part of preparing `step`'s launch; a runtime error it throws names op, kernel and launch site.
+template <class Fn>
+decltype(auto) at_launch(const char* op, const LaunchStep& step, Fn fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    fail(e.kind(), std::string(op) + ": " + launch_site(step) + ": " + e.what());
+  }
+}
+
+void evaluate_bindings(const LaunchStep& step, const CallArgs& args, const char* op, ParamValue* values) {
   const EvalContext ctx = args.eval();
   for (size_t i = 0; i < step.bindings.size(); ++i) {
     const Binding& b = step.bindings[i];
@@ -38,7 +54,9 @@ void evaluate_bindings(const LaunchStep& step, const CallArgs& args, ParamValue*
       case BindingKind::TensorDesc: values[i].p = args.slots[b.slot].data; break;
       case BindingKind::Int:
       case BindingKind::Bool:
-      case BindingKind::Constexpr: values[i].i = b.expr.evaluate(ctx); break;
+      case BindingKind::Constexpr:
+        values[i].i = evaluate_at(b.expr, ctx, op, [&] { return "argument " + std::to_string(i) + " of " + launch_site(step); });
+        break;
       case BindingKind::Float: values[i].f = b.slot >= 0 ? args.floats[b.slot] : b.float_value; break;
       case BindingKind::Static: values[i].i = 0; break;
     }
@@ -69,8 +87,7 @@ void key_from_values(const LaunchStep& step, const CallArgs& args, const ParamVa
 
 [[noreturn]] void param_overflow(const char* op, const LaunchStep& step, size_t param, int64_t v,
                                  const char* type) {
-  fail(ErrorKind::Value, std::string(op) + ": argument " + std::to_string(param) + " of kernel " +
-                             step.kernel->name() + " (launched at " + step.site + ") is " +
+  fail(ErrorKind::Value, std::string(op) + ": argument " + std::to_string(param) + " of " + launch_site(step) + " is " +
                              std::to_string(v) + ", which does not fit the parameter's type " + type);
 }
 
@@ -106,9 +123,10 @@ void build_tensor_map(const char* op, const LaunchStep& step, const Binding& b, 
   const TensorArg& base = args.slots[b.slot];
   r.base = base.data;
   r.rank = int32_t(b.desc.shape.size());
+  const auto where = [&] { return "tensor descriptor '" + b.desc.name + "' of " + launch_site(step); };
   for (int k = 0; k < r.rank; ++k) {
-    r.shape[k] = b.desc.shape[size_t(k)].evaluate(ctx);
-    r.strides[k] = b.desc.strides[size_t(k)].evaluate(ctx);
+    r.shape[k] = evaluate_at(b.desc.shape[size_t(k)], ctx, op, where);
+    r.strides[k] = evaluate_at(b.desc.strides[size_t(k)], ctx, op, where);
   }
   r.elem_size = int32_t(base.dtype.bits / 8);
   r.nan_padding = b.desc.nan_padding;
@@ -120,22 +138,15 @@ void build_tensor_map(const char* op, const LaunchStep& step, const Binding& b, 
 CompiledKernel* find_variant(const char* op, const LaunchStep& step, const SpecializationKey& key, int device) {
   if (CompiledKernel* k = step.inline_cache->lookup(key)) return k;
   counters().map_lookups.fetch_add(1, std::memory_order_relaxed);
-  CompiledKernel* k = nullptr;
-  try {
-    k = step.kernel->get_or_compile(key, device_info(device).capability);
-  } catch (const Error& e) {
-    fail(e.kind(), std::string(op) + ": kernel " + step.kernel->name() + " (launched at " + step.site + "): " +
-                       e.what());
-  }
+  CompiledKernel* k = at_launch(op, step, [&] { return step.kernel->get_or_compile(key, device_info(device).capability); });
   step.inline_cache->remember(key, k);
   return k;
 }
 
 [[noreturn]] void grid_error(const char* op, const LaunchStep& step, int d, int64_t value,
                              const std::string& why) {
-  fail(ErrorKind::Value, std::string(op) + ": grid dimension " + std::to_string(d) + " of kernel " +
-                             step.kernel->name() + " (launched at " + step.site + ") is " +
-                             std::to_string(value) + why);
+  fail(ErrorKind::Value, std::string(op) + ": grid dimension " + std::to_string(d) + " of " + launch_site(step) +
+                             " is " + std::to_string(value) + why);
 }
 
 // The step's grid, refused when a dimension is negative or past CUDA's limits
@@ -144,7 +155,7 @@ CompiledKernel* find_variant(const char* op, const LaunchStep& step, const Speci
 bool evaluate_grid(const LaunchStep& step, const CallArgs& args, const char* op, int64_t (&grid)[3]) {
   const EvalContext ctx = args.eval();
   for (int d = 0; d < 3; ++d) {
-    grid[d] = step.grid[d].evaluate(ctx);
+    grid[d] = evaluate_at(step.grid[d], ctx, op, [&] { return "grid dimension " + std::to_string(d) + " of " + launch_site(step); });
     if (grid[d] < 0 || grid[d] > kMaxGrid[d]) {
       grid_error(op, step, d, grid[d],
                  " (`" + step.grid[d].text + "`); expected 0 to " + std::to_string(kMaxGrid[d]) +
@@ -167,7 +178,7 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, co
   if (!evaluate_grid(step, args, op, grid)) return false;
 
   ParamValue values[kMaxKernelParams];
-  evaluate_bindings(step, args, values);
+  evaluate_bindings(step, args, op, values);
   SpecializationKey key;
   key_from_values(step, args, values, key);
   CompiledKernel* kernel = find_variant(op, step, key, args.device);
@@ -203,12 +214,12 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, co
   }
   // Triton's trailing scratch pointers: one buffer sized per program, or null.
   const int64_t programs = grid[0] * grid[1] * grid[2] * bin.num_ctas;
-  void* global_scratch = bin.global_scratch_size > 0
-                             ? host.scratch(size_t(programs * bin.global_scratch_size), size_t(bin.global_scratch_align))
-                             : nullptr;
-  void* profile_scratch = bin.profile_scratch_size > 0
-                              ? host.scratch(size_t(programs * bin.profile_scratch_size), size_t(bin.profile_scratch_align))
-                              : nullptr;
+  void* global_scratch = bin.global_scratch_size > 0 ? at_launch(op, step, [&] {
+    return host.scratch(size_t(programs * bin.global_scratch_size), size_t(bin.global_scratch_align));
+  }) : nullptr;
+  void* profile_scratch = bin.profile_scratch_size > 0 ? at_launch(op, step, [&] {
+    return host.scratch(size_t(programs * bin.profile_scratch_size), size_t(bin.profile_scratch_align));
+  }) : nullptr;
   std::memcpy(&out.storage[n], &global_scratch, sizeof(void*));
   std::memcpy(&out.storage[n + 1], &profile_scratch, sizeof(void*));
   out.map_of_param[n] = out.map_of_param[n + 1] = -1;
@@ -242,7 +253,7 @@ bool prepare_launch(const LaunchStep& step, CallArgs& args, LaunchHost& host, co
   out.config.sharedMemBytes = unsigned(bin.shared_mem);
   out.config.hStream = host.stream();
   out.config.numAttrs = num_attrs;
-  out.function = kernel->function(args.device);
+  out.function = at_launch(op, step, [&] { return kernel->function(args.device); });
   out.bind();
   return true;
 }
@@ -274,11 +285,12 @@ void check_allocation_size(const char* op, int index, const AllocStep& a, const 
                              "] would need more than 2^63 bytes");
 }
 
-// A size of an allocation or a view (`what`), refused when negative.
-int64_t evaluate_size(const Expr& e, const EvalContext& ctx, const char* op_name, const char* what) {
-  const int64_t size = e.evaluate(ctx);
+// Size `d` of `what` (an allocation or a view), refused when negative.
+int64_t evaluate_size(const Expr& e, const EvalContext& ctx, const char* op_name, const std::string& what, int d) {
+  const int64_t size = evaluate_at(e, ctx, op_name, [&] { return "size " + std::to_string(d) + " of " + what; });
   if (size < 0) {
-    fail(ErrorKind::Value, std::string(op_name) + ": " + what + " size `" + e.text + "` is " + std::to_string(size));
+    fail(ErrorKind::Value, std::string(op_name) + ": size " + std::to_string(d) + " of " + what + ", `" + e.text +
+                               "`, is " + std::to_string(size));
   }
   return size;
 }
@@ -287,7 +299,8 @@ void allocate(const AllocStep& a, int index, CallArgs& args, LaunchHost& host, c
   const EvalContext ctx = args.eval();  // earlier tensors are readable too
   int64_t shape[kMaxShapeRank];
   const int rank = int(a.shape.size());
-  for (int d = 0; d < rank; ++d) shape[d] = evaluate_size(a.shape[d], ctx, op_name, "output");
+  const std::string what = "allocation " + std::to_string(index);
+  for (int d = 0; d < rank; ++d) shape[d] = evaluate_size(a.shape[d], ctx, op_name, what, d);
   check_allocation_size(op_name, index, a, shape, rank);
   const int slot = args.num_slots;
   args.slots[slot] = host.allocate(slot, a, shape, rank);
@@ -295,16 +308,17 @@ void allocate(const AllocStep& a, int index, CallArgs& args, LaunchHost& host, c
 }
 
 // A view costs no ATen call: its sizes and strides go into the call's arena.
-void make_view(const ViewStep& v, CallArgs& args, LaunchHost& host, const char* op_name) {
+void make_view(const ViewStep& v, int index, CallArgs& args, LaunchHost& host, const char* op_name) {
   const EvalContext ctx = args.eval();
   const int rank = int(v.sizes.size());
   int64_t* sizes = args.view_dims + args.view_dims_used;
   int64_t* strides = sizes + rank;
+  const std::string what = "view " + std::to_string(index);
   for (int d = 0; d < rank; ++d) {
-    sizes[d] = evaluate_size(v.sizes[size_t(d)], ctx, op_name, "view");
-    strides[d] = v.strides[size_t(d)].evaluate(ctx);
+    sizes[d] = evaluate_size(v.sizes[size_t(d)], ctx, op_name, what, d);
+    strides[d] = evaluate_at(v.strides[size_t(d)], ctx, op_name, [&] { return "stride " + std::to_string(d) + " of " + what; });
   }
-  const int64_t offset = v.offset.evaluate(ctx);
+  const int64_t offset = evaluate_at(v.offset, ctx, op_name, [&] { return "the offset of " + what; });
   const TensorArg& base = args.slots[v.base];
   const DLDataType dtype = unpack_dtype(v.dtype);
   int64_t byte_offset = 0;
@@ -320,25 +334,35 @@ void make_view(const ViewStep& v, CallArgs& args, LaunchHost& host, const char* 
 
 }  // namespace
 
-void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey& key) {
+void compute_key(const LaunchStep& step, const CallArgs& args, const char* op, SpecializationKey& key) {
   ParamValue values[kMaxKernelParams];
-  evaluate_bindings(step, args, values);
+  evaluate_bindings(step, args, op, values);
   key_from_values(step, args, values, key);
 }
 
 void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name,
               LaunchObserver* observer, KeySink* keys) {
-  if (!plan.launches.empty() && keys == nullptr) ensure_context(args.device);
+  if (!plan.launches.empty() && keys == nullptr) {
+    try {
+      ensure_context(args.device);
+    } catch (const Error& e) {
+      fail(e.kind(), std::string(op_name) + ": " + e.what());
+    }
+  }
   PreparedLaunch launch;
   bool allocated = false;  // the observer's OutputsAllocated comes before the first launch
   for (const PlanStep& s : plan.order) {
     switch (s.kind) {
       case StepKind::Alloc: allocate(plan.allocs[size_t(s.index)], s.index, args, host, op_name); continue;
-      case StepKind::View: make_view(plan.views[size_t(s.index)], args, host, op_name); continue;
+      case StepKind::View: make_view(plan.views[size_t(s.index)], s.index, args, host, op_name); continue;
       case StepKind::Aten: {
         const AtenStep& a = plan.aten_steps[size_t(s.index)];
         const int first = args.num_slots;
-        host.run_aten(a, args, first);
+        try {
+          host.run_aten(a, args, first);
+        } catch (const Error& e) {  // its arguments' expressions
+          fail(e.kind(), std::string(op_name) + ": " + a.name + " (at " + a.site + "): " + e.what());
+        }
         args.num_slots = first + a.num_outputs;
         continue;
       }
@@ -350,7 +374,7 @@ void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const ch
     if (keys != nullptr) {
       if (grid_is_empty(step, args, op_name)) continue;
       SpecializationKey key;
-      compute_key(step, args, key);
+      compute_key(step, args, op_name, key);
       keys->key(step, key);
       continue;
     }

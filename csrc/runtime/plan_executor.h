@@ -48,7 +48,7 @@ class KeySink {
 void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const char* op_name,
               LaunchObserver* observer, KeySink* keys = nullptr);
 
-// Evaluates a launch step's specialization key.
-void compute_key(const LaunchStep& step, const CallArgs& args, SpecializationKey& key);
+// Evaluates a launch step's specialization key (errors name `op`).
+void compute_key(const LaunchStep& step, const CallArgs& args, const char* op, SpecializationKey& key);
 
 }  // namespace torch_tile

@@ -65,7 +65,7 @@ py::list specialization_keys(const LaunchPlan& plan_in, const py::tuple& args) {
         continue;
       }
       SpecializationKey key;
-      compute_key(step, call, key);
+      compute_key(step, call, "key_probe", key);
       py::list words;
       for (uint32_t i = 0; i < key.size; ++i) words.append(py::int_(key.words[i]));
       out.append(words);

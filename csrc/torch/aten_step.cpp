@@ -90,7 +90,12 @@ void run_aten_step(const AtenStep& step, const CallArgs& args,
     // The op's own intermediates: no autograd bookkeeping (the tile op's
     // autograd is its own, one level up).
     c10::impl::ExcludeDispatchKeyGuard below_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
-    handle.callBoxed(stack);
+    try {
+      handle.callBoxed(stack);
+    } catch (c10::Error& e) {  // its type kept (an out-of-memory error stays one); the op adds its name
+      e.add_context("in " + step.name + " (at " + step.site + ")");
+      throw;
+    }
   }
   results.clear();
   for (int i = 0; i < step.num_outputs; ++i) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "../runtime/error.h"
+#include "../runtime/evaluation_site.h"
 #include "op_library.h"
 #include "torch_launch_host.h"
 
@@ -99,7 +100,7 @@ class TileBackward final : public Node {
       try {
         at::AutoDispatchBelowADInplaceOrView below;
         gradient.handle.callBoxed(stack);
-      } catch (...) {
+      } catch (const std::exception&) {
         // A backward that cannot be traced says so (run_gradient_op_eagerly) before its trace fails.
         if (!gradient.run_eagerly.load(std::memory_order_acquire) || stack.size() != num_inputs) throw;
         eager = true;
@@ -135,6 +136,8 @@ class TileBackward final : public Node {
 // Takes what the selected plan's BackwardSpec names, after the forward ran.
 class SaveForBackward final : public PlanCallHook {
  public:
+  explicit SaveForBackward(const std::string& op) : op_(op) {}
+
   bool selected(const LaunchPlan& plan) override {
     spec = plan.backward;
     return spec != nullptr && !spec->gradient_op.empty() && spec->resolved != nullptr;
@@ -146,7 +149,11 @@ class SaveForBackward final : public PlanCallHook {
       is_output.push_back(std::find(plan.outputs.begin(), plan.outputs.end(), slot) != plan.outputs.end());
     }
     const EvalContext ctx = args.eval();
-    for (const Expr& e : spec->ints) ints.push_back(e.evaluate(ctx));
+    for (size_t i = 0; i < spec->ints.size(); ++i) {
+      ints.push_back(evaluate_at(spec->ints[i], ctx, op_.c_str(), [&] {
+        return "int " + std::to_string(i) + " that setup_context keeps for the backward";
+      }));
+    }
     for (size_t i = 0; i < spec->float_args.size(); ++i) {
       const int32_t arg = spec->float_args[i];
       floats.push_back(arg >= 0 ? args.floats[arg] : spec->float_values[i]);
@@ -158,6 +165,9 @@ class SaveForBackward final : public PlanCallHook {
   c10::SmallVector<bool, 4> is_output;
   std::vector<int64_t> ints;
   std::vector<double> floats;
+
+ private:
+  const std::string& op_;
 };
 
 }  // namespace
@@ -188,7 +198,7 @@ bool call_with_native_backward(NativeOp& op, torch::jit::Stack& stack) {
   for (size_t i = 0; i < n; ++i) {
     if (in[i].isTensor() && in[i].toTensor().requires_grad()) edges[i] = torch::autograd::impl::gradient_edge(in[i].toTensor());
   }
-  SaveForBackward save;
+  SaveForBackward save(op.qualname());
   bool ran;
   {
     at::AutoDispatchBelowADInplaceOrView below;

@@ -244,6 +244,9 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
     if (observer != nullptr) observer->phase(CallPhase::OutputsPushed);
   } catch (const Error& e) {
     rethrow_as_torch_error(e);
+  } catch (c10::Error& e) {  // torch's own (the allocator's, an ATen step's): its type kept, the op named
+    e.add_context("in torch_tile op " + qualname_);
+    throw;
   }
   return true;
 }

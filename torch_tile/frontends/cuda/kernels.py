@@ -13,7 +13,7 @@ from typing import Union
 
 import torch
 
-from ... import _C, _cubin, _plan
+from ... import _C, _cubin, _interpreter_exit, _plan
 from .. import KernelRegistry, plain_launch_metadata, stable_id
 from .compile import CudaKernel
 from .mangled import FLOATING, INTEGER, POINTER, parameter_categories
@@ -104,6 +104,7 @@ def variant_metadata(config: CudaLaunchConfig, capability: int, defines: list[st
     return plain_launch_metadata(compiled.lowered_name, compiled.cubin, config.block, config.shared_mem, types)
 
 
+@_interpreter_exit.work
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
     """Called by C++ (GIL held) on a kernel-cache miss. The template arguments, fixed by the
     configuration, make the instance; a specialised kernel's words also give its macros."""

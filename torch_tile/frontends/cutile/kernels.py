@@ -11,7 +11,7 @@ from typing import Any, Union
 
 import torch
 
-from ... import _C, _cubin, _disk_cache, _plan
+from ... import _C, _cubin, _disk_cache, _interpreter_exit, _plan
 from ..._version import __version__
 from .. import KernelRegistry, plain_launch_metadata, stable_id
 
@@ -228,6 +228,7 @@ def variant_metadata(config: CutileLaunchConfig, words: list[int], capability: i
     return plain_launch_metadata(meta["symbol"], cubin, threads, 0, types)
 
 
+@_interpreter_exit.work
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
     """Called by C++ (GIL held) on a kernel-cache miss."""
     return variant_metadata(REGISTRY.config_for(kid, words[0], "cuTile kernel"), words, capability)

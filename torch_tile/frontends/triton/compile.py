@@ -19,7 +19,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.jit import JITFunction, create_function_from_signature
 
-from ... import _C, _cubin, _descriptors, _disk_cache, _plan, _process_locks
+from ... import _C, _cubin, _descriptors, _disk_cache, _interpreter_exit, _plan, _process_locks
 from ..._codegen_lock import code_generation, source_parsing
 from ..._version import __version__
 from . import tuples
@@ -137,6 +137,7 @@ class _Source(ASTSource):
             return super().make_ir(*args, **kwargs)
 
 
+@_interpreter_exit.work
 def compile_variant(kid: int, words: list[int], capability: int):
     """Compiles the variant a key describes, as ``kernel[grid]`` would (no GPU
     needed). Returns the Triton CompiledKernel and the ASTSource it came from."""
@@ -239,6 +240,7 @@ def variant_cache_key(words: list[int], capability: int) -> str:
                                    config_fingerprint(launch_config(words[0])), list(words[1:]), capability)
 
 
+@_interpreter_exit.work
 def _compile_callback(kid: int, words: list[int], capability: int) -> dict:
     """Called by C++ (GIL held) on a kernel-cache miss: the disk cache, else Triton.
     A disk entry whose launch metadata does not fit its cubin is rebuilt, never launched."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from typing import Any
+from typing import Any, Optional
 
 import torch
 import triton
@@ -15,7 +15,9 @@ from triton.runtime.jit import JITFunction
 
 from ... import _descriptors
 from ..._codegen_lock import interpretation, source_parsing
+from ..._errors import KernelError
 from ..._launch_mode import LaunchMode
+from ..._trace_state import body_location
 from .autotune import base_kernel, choose, with_heuristics
 from .tuples import leaves
 
@@ -37,9 +39,15 @@ class InterpretLaunches(LaunchMode):
     process-wide, so an interpreted launch holds the code-generation lock
     exclusively (``_codegen_lock``): no compile runs meanwhile, and interpreted
     launches are serialized.
+
+    A kernel that fails there (it does not compile, or fails while it runs) raises a ``KernelError`` naming the
+    op whose body launched it (``op``, a TileOp), the kernel and the launch's line in the body.
     """
 
     _interpreted: dict[int, tuple[Any, Any]] = {}  # id(python fn) -> (fn, InterpretedFunction)
+
+    def __init__(self, op: Optional[Any] = None):
+        self.op = op
 
     @classmethod
     def _interpreted_fn(cls, fn, **kwargs):
@@ -93,7 +101,17 @@ class InterpretLaunches(LaunchMode):
                 with source_parsing():  # as in device_call: run() uses this rewrite
                     interp.rewrite()
                 return interp.run(*args, grid=grid, warmup=False, **kwargs)
+            except Exception as e:
+                raise KernelError(f"{self._launch_site(kernel)}: Triton's interpreter failed: "
+                                  f"{type(e).__name__}: {e}") from e
             finally:
                 triton.knobs.runtime.interpret = interpret_knob
                 JITFunction.__call__ = original_call
                 scope.restore()
+
+    def _launch_site(self, kernel) -> str:
+        """Names the launch, from inside it: "op: kernel k (launched at body.py:12)"."""
+        name = f"kernel {kernel.fn.__name__}"
+        if self.op is None:
+            return name
+        return f"{self.op.qualname}: {name} (launched at {body_location(*self.op.sources)})"
