@@ -8,14 +8,6 @@ import torch
 from torch_tile import _C
 
 
-def test_inline_cache_stays_bounded_when_a_call_site_alternates_variants():
-    # Each miss publishes an entry; before entries were shared per key, 1000
-    # alternations between two variants kept 2000 of them alive.
-    assert _C.testing.inline_cache_entries(2, 1000) == 2
-    assert _C.testing.inline_cache_entries(5, 10) == 5
-    assert _C.testing.inline_cache_entries(1, 1) == 1
-
-
 def test_a_failed_load_unloads_its_module():
     # A fake driver loads the module, then fails the function-attribute query
     # that kernels with > 48 KB of shared memory need: the module must not leak.

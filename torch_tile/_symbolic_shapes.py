@@ -12,6 +12,7 @@ is already contiguous) becomes a plan guard.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Optional
 
 import sympy
@@ -19,6 +20,7 @@ import torch
 from torch._dynamo.source import ConstantSource
 from torch._guards import SLoc
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental import symbolic_shapes
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 from torch.utils._sympy import functions as symfn
 
@@ -60,12 +62,29 @@ class _TraceShapeEnv(ShapeEnv):
         return SLoc(framework_loc or "torch_tile trace", None), ""
 
 
+# torch's process-wide memo tables that a ShapeEnv fills and nothing empties: the caches of ShapeEnv's methods,
+# keyed by the instance (they keep every ShapeEnv alive: torch makes a few, a tracer one per trace, ~100 KB
+# each), and the module's unbounded ones (the static evaluator's is keyed by each symbol's value: an entry per
+# size). They only memoize, so emptying them costs torch a recomputation, never a result.
+_TORCH_MEMO_TABLES = tuple(
+    [cached for cls in ShapeEnv.__mro__ for cached in vars(cls).values() if hasattr(cached, "cache_clear")]
+    + [cached for cached in vars(symbolic_shapes).values()
+       if hasattr(cached, "cache_parameters") and cached.cache_parameters()["maxsize"] is None])
+
+
+def _forget_traces() -> None:
+    """Empties torch's memo tables of what the traces put there (when a trace's shapes die)."""
+    for table in _TORCH_MEMO_TABLES:
+        table.cache_clear()
+
+
 class SymbolicShapes:
     """One trace's ShapeEnv, FakeTensorMode and the atom <-> symbol maps."""
 
     def __init__(self, sink):
         self.sink = sink  # the tracer: guards and errors go there
         self.env = _TraceShapeEnv(duck_shape=False, specialize_zero_one=False)
+        weakref.finalize(self, _forget_traces)  # a process tracing per call keeps no memory per trace
         self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=False)
         self._symbol_of: dict[tuple[int, ...], sympy.Symbol] = {}
         self._atom_of: dict[sympy.Symbol, tuple[int, ...]] = {}

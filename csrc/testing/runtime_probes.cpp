@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "../runtime/compiled_kernel.h"
 #include "../runtime/cuda_driver.h"
@@ -28,6 +30,35 @@ size_t inline_cache_entries(int variants, int rounds) {
     }
   }
   return cache.entry_count();
+}
+
+// Lookups that found a variant other than their key's while `readers` threads looked up two keys of `words`
+// words each and one thread remembered them alternately, `rounds` times: a torn read would be one.
+int64_t inline_cache_wrong_hits(int readers, int words, int rounds) {
+  InlineCache cache;
+  SpecializationKey keys[2];
+  for (int k = 0; k < 2; ++k) {
+    for (int w = 0; w < words; ++w) keys[k].push(uint64_t(k * 1000003 + w));
+  }
+  CompiledKernel* const variants[2] = {reinterpret_cast<CompiledKernel*>(&keys[0]),
+                                       reinterpret_cast<CompiledKernel*>(&keys[1])};
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> wrong{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < readers; ++r) {
+    threads.emplace_back([&] {
+      while (!done.load(std::memory_order_relaxed)) {
+        for (int k = 0; k < 2; ++k) {
+          CompiledKernel* found = cache.lookup(keys[k]);
+          if (found != nullptr && found != variants[k]) wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (int round = 0; round < rounds; ++round) cache.remember(keys[round % 2], variants[round % 2]);
+  done.store(true);
+  for (std::thread& t : threads) t.join();
+  return wrong.load();
 }
 
 // A driver whose module loads succeed and whose function-attribute query (the
@@ -135,6 +166,10 @@ void bind_runtime_probes(py::module_& m) {
         "widths: the load-time check's error, or ''.");
   m.def("inline_cache_entries", &inline_cache_entries, py::arg("variants"), py::arg("rounds"),
         "Entries an InlineCache holds after a call site alternates `rounds` times between `variants` keys.");
+  m.def("inline_cache_wrong_hits", &inline_cache_wrong_hits, py::arg("readers"), py::arg("words"), py::arg("rounds"),
+        py::call_guard<py::gil_scoped_release>(),
+        "Lookups of an InlineCache that returned another key's variant while one thread remembered two keys "
+        "alternately and `readers` threads looked them up.");
   m.def("failed_load_modules", &failed_load_modules, py::arg("device"),
         "Against a fake driver, loads a kernel whose set-up after cuModuleLoadData fails: "
         "(modules loaded, modules unloaded, error).");
