@@ -256,6 +256,37 @@ def test_a_body_no_plan_holds_falls_back_warned_counted_and_explained(device):
         scaled_by_max_strict(x)
 
 
+def _loss_and_its_gradient(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    # A training step's forward and backward in one call, as libraries write it: the body takes its own gradient.
+    w = w.detach().requires_grad_(True)
+    with torch.enable_grad():
+        loss = _ScaleFunction.apply(x @ w, 0.5).square().sum()  # the library's Function: its own backward
+        (dw,) = torch.autograd.grad(loss, (w,))
+    return loss.detach(), dw
+
+
+loss_and_its_gradient = tt.op(f"{NS}::loss_and_its_gradient", _loss_and_its_gradient)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_fallback_body_that_takes_its_own_gradient_runs_with_autograd(device):
+    # The op's kernel runs below autograd; the body run per call runs as its caller would run it.
+    x, w = torch.randn(8, 4, device=device), torch.randn(4, 3, device=device)
+    with pytest.warns(RuntimeWarning, match="run the op body in Python"):
+        loss, dw = loss_and_its_gradient(x, w)
+    reference_w = w.clone().requires_grad_(True)
+    reference = (0.5 * (x @ reference_w)).square().sum()
+    reference.backward()
+    torch.testing.assert_close(loss, reference.detach())
+    torch.testing.assert_close(dw, reference_w.grad)
+    # The caller's keys, not more: under inference mode the body fails in the op as it fails called directly.
+    with torch.inference_mode(), _without_torch_tile(device), pytest.raises(RuntimeError) as direct:
+        _loss_and_its_gradient(x, w)
+    with torch.inference_mode(), pytest.raises(RuntimeError) as in_the_op:
+        loss_and_its_gradient(x, w)
+    assert str(in_the_op.value).startswith(str(direct.value))
+
+
 def test_the_body_s_own_errors_name_the_op():
     @tt.op(f"{NS}::checks_its_input")
     def checks_its_input(x: torch.Tensor) -> torch.Tensor:

@@ -369,7 +369,8 @@ class TileOp:
         args = self._arguments(args, kwargs)
         plan = self._traced(Tracer(self, args, backward=False))
         with launch_mode(InterpretLaunches(self)), _fallback.naming_the_op(self, "run by Triton's interpreter on CPU"):
-            result = self.call_body(args)
+            # A fallback's body runs as outside torch_tile, with autograd (the CUDA path's does too).
+            result = (_C.run_as_the_caller(lambda: self.call_body(args)) if plan.fallback else self.call_body(args))
         if plan.fallback:
             _C.count_fallback_call()
             self._fell_back(plan.fallback)

@@ -10,6 +10,7 @@
 
 #include "../runtime/counters.h"
 #include "../runtime/error.h"
+#include "../torch/caller_keys.h"
 #include "../torch/error_translation.h"
 #include "../runtime/limits.h"
 #include "../torch/native_op.h"
@@ -191,6 +192,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   m.def("count_fallback_call", [] { counters().fallback_calls.fetch_add(1, std::memory_order_relaxed); },
         "Counts a call that ran its op body in Python on a path outside the native runtime (the CPU path).");
+  m.def("run_as_the_caller", [](const py::function& body) {
+        const AsTheCaller as_the_caller;
+        return body();
+      }, py::arg("body"),
+      "Calls `body()` with the dispatch keys of the tile op's caller (autograd included), as a body run per call "
+      "runs outside torch_tile; called from a tile op's kernel below autograd.");
   bind_plan_format(m);
   bind_bundles(m);
   bind_fast_caller(m);

@@ -4,6 +4,7 @@
 
 #include "../runtime/counters.h"
 #include "../runtime/error.h"
+#include "../torch/caller_keys.h"
 #include "binary_from_python.h"
 #include "interpreter_exit.h"
 
@@ -97,6 +98,7 @@ void call_with_stack(const Call& call, const c10::FunctionSchema& schema, torch:
 
 void PythonPlanTracer::run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n) {
   const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(op.qualname().c_str(), "");
+  const AsTheCaller as_the_caller;  // the body runs as outside torch_tile: with autograd
   call_with_stack([&](const py::tuple& args) { return call_python(fallback_fn_, py::make_tuple(args, plan.fallback)); },
                   handle.schema(), stack, n);
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "../runtime/error.h"
+#include "caller_keys.h"
 #include "error_translation.h"
 #include "native_backward.h"
 #include "native_op.h"
@@ -78,6 +79,8 @@ class AutogradKernel final : public c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
     const size_t n = op.schema().arguments().size();
     if (!needs_grad(stack->data() + stack->size() - n, n)) {
+      const c10::impl::LocalDispatchKeySet caller = c10::impl::tls_local_dispatch_key_set();
+      CallerKeysScope for_a_body_run_per_call(&caller);
       at::AutoDispatchBelowAutograd below;
       op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
       return;
