@@ -277,6 +277,8 @@ def _nf4_case(id, shape, blocksize, dtype=f32):
 
 
 # -- attention ------------------------------------------------------------------------------------------------
+# Cache blocks of 16 tokens (vLLM's default): the kernels tl.dot over a block, which compiles for the GPU only with
+# every dimension >= 16 (Triton's interpreter takes any).
 
 
 def paged_attention_op(query: Tensor, key_cache: Tensor, value_cache: Tensor, block_table: Tensor,
@@ -320,7 +322,7 @@ def _kv_cache(r, num_blocks, block_size, kv_heads, head_size, dtype):
             r.randn(num_blocks, block_size, kv_heads, head_size, dtype=dtype))
 
 
-def _paged_case(id, dtype=f32, seq_lens=(13, 7), heads=4, kv_heads=2, head_size=16, block_size=8, scale=None,
+def _paged_case(id, dtype=f32, seq_lens=(29, 7), heads=4, kv_heads=2, head_size=16, block_size=16, scale=None,
                 softcap=0.0):
     def make(device):
         r = Inputs(device)
@@ -353,7 +355,7 @@ def varlen_attention_ref(query, key_cache, value_cache, cu_seqlens_q, max_seqlen
     return out.to(query.dtype)
 
 
-def _varlen_case(id, dtype=f32, q_lens=(5, 3), k_lens=(5, 11), heads=4, kv_heads=2, head_size=16, block_size=8,
+def _varlen_case(id, dtype=f32, q_lens=(5, 3), k_lens=(5, 21), heads=4, kv_heads=2, head_size=16, block_size=16,
                  causal=False):
     def make(device):
         r = Inputs(device)

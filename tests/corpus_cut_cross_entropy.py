@@ -62,11 +62,12 @@ def _lce_ref(e, c, targets, ignore_index=IGNORE, softcap=None, reduction="mean",
     valid = t != ignore_index
     nll = torch.logsumexp(z, -1) - z.gather(1, t.clamp(min=0)[:, None])[:, 0]
     nll = torch.where(valid, nll, torch.zeros_like(nll))
+    # CCE returns the loss in float32 whatever the inputs' dtype (its log-sum-exp is float32).
     if reduction == "mean":
-        return (nll.sum() / valid.sum()).to(e.dtype)
+        return nll.sum() / valid.sum()
     if reduction == "sum":
-        return nll.sum().to(e.dtype)
-    return nll.view(t_used.shape).to(e.dtype)
+        return nll.sum()
+    return nll.view(t_used.shape)
 
 
 def _lce_case(id, dtype=f32, *, batch=(2, 6), D=32, V=50, ignore=0, softcap=None, reduction="mean", shift=False,
@@ -134,7 +135,7 @@ def lce_grad_ref(e, c, targets, reduction="mean", softcap=None):
     with torch.enable_grad():
         loss = _lce_ref(e32, c32, targets, IGNORE, softcap, reduction)
         de, dc = torch.autograd.grad(loss, (e32, c32))
-    return loss.detach().to(e.dtype), de.to(e.dtype), dc.to(c.dtype)
+    return loss.detach(), de.to(e.dtype), dc.to(c.dtype)
 
 
 def _grad_case(id, dtype=f16, reduction="mean", softcap=None, gpu_only=""):

@@ -13,6 +13,7 @@ blockwise-FP8 training quantizers and GEMM (``torch.library.triton_op``s: the ke
 (numpy has no fp8): those cases are GPU-only on the CPU path, and tracing them needs no GPU.
 """
 
+from dataclasses import replace
 from typing import List, Optional, Tuple
 
 import pytest
@@ -82,7 +83,8 @@ def int_matmul_op(a: Tensor, b: Tensor) -> Tensor:
 
 
 def int_matmul_ref(a, b):
-    return (a.long() @ b.long()).to(torch.int32)
+    # int64 matmul exists on CPU only (CUDA has no integer addmm): exact there.
+    return (a.cpu().long() @ b.cpu().long()).to(device=a.device, dtype=torch.int32)
 
 
 def int_scaled_matmul_op(a: Tensor, b: Tensor, scales1: Tensor) -> Tensor:
@@ -306,7 +308,7 @@ def fp8_gemm_ref(a, b, a_s, b_s, block_size=128, out_dtype=torch.float32):
     return (a_deq @ b_deq).to(out_dtype)
 
 
-def _fp8_gemm_case(id, M, K, N, out_dtype=f32):
+def _fp8_gemm_case(id, M, K, N, out_dtype=f32, tol_scale=1.0):
     def make(device):
         r = Inputs(device)
         a = r.randn(M, K).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3)
@@ -314,7 +316,7 @@ def _fp8_gemm_case(id, M, K, N, out_dtype=f32):
         a_s = r.rand(K // 128, M).add(0.5).t()  # column-major (M, K // 128)
         b_s = r.rand(N // 128, K // 128).add(0.5).t()  # column-major (K // 128, N // 128)
         return (a.to(device), b.to(device), a_s.to(device), b_s.to(device), 128, out_dtype)
-    return _case(id, make, out_dtype, FP8_CPU)
+    return replace(_case(id, make, out_dtype, FP8_CPU), tol_scale=tol_scale)
 
 
 def blockwise_act_quant_op(x: Tensor, block_size: int = 128) -> Tuple[Tensor, Tensor]:
@@ -488,7 +490,9 @@ ENTRIES: List[Entry] = [
        ], notes="triton_op + wrap_triton, 128x128 tiles, column-major outputs"),
     _e("fp8_gemm_1x128_128x128", "torchao.prototype.blockwise_fp8_training.triton_fp8_gemm_1x128_128x128",
        fp8_gemm_op, fp8_gemm_ref, [
-           _fp8_gemm_case("f32-out", 16, 256, 128),
+           # Hopper's fp8 MMA accumulates each 128-wide block in fewer bits than the fp32 reference: ~1e-2 absolute
+           # on outputs of ~16 (the f16 output's own rounding is of that size).
+           _fp8_gemm_case("f32-out", 16, 256, 128, tol_scale=5),
            _fp8_gemm_case("f16-out", 32, 128, 256, f16),
        ], tol_scale=20,
         notes="triton_op with fp8 inputs, asserts on row-/column-major layouts (stride checks), @triton.autotune, "
