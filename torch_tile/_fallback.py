@@ -60,12 +60,13 @@ def reason(op: "TileOp", error: Exception) -> str:
     return f"{' -> '.join(where) or 'in the body'}: {type(error).__name__}: {message}"
 
 
-def run_body(op: "TileOp", values: tuple) -> object:
+def run_body(op: "TileOp", values: tuple, on_cpu: "bool | None" = None) -> object:
     """The body on the call's real arguments, its launches made by their own launchers; its result checked
     against the op's schema (a fallback must return what a native plan would). An error the body raises is
-    its own, with a note naming the op."""
-    on_cpu = any(t.device.type == "cpu" for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
-                 if isinstance(t, torch.Tensor))
+    its own, with a note naming the op. ``on_cpu``: whether the call's tensors are on the CPU (None: look)."""
+    if on_cpu is None:
+        on_cpu = any(t.device.type == "cpu" for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
+                     if isinstance(t, torch.Tensor))
     # On CPU tensors, as the op's CPU path runs its body: Triton's interpreter launches the kernels.
     launches = launch_mode(InterpretLaunches(op)) if on_cpu else direct_launches()
     with launches, naming_the_op(op, "run in Python for this call"):

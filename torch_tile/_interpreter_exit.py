@@ -65,7 +65,8 @@ def _leave() -> None:
     with _state:
         if _depth[me] == 1:
             del _depth[me]
-            _state.notify_all()
+            if _exiting:  # only the exit waits for the work to end
+                _state.notify_all()
         else:
             _depth[me] -= 1
         park = _parks() and me not in _depth

@@ -95,6 +95,8 @@ class TileOp:
         self._defaults = [(a.name, _python_value(a.default_value if a.has_default_value() else None, k))
                           for a, k in zip(parsed.arguments, kinds)]
         self.arg_kinds = kinds  # checked per call on the Python paths
+        # The arguments the dispatcher's stack carries as a ScalarType code (the body sees a torch.dtype).
+        self._dtype_args = tuple(i for i, k in enumerate(kinds) if k in (ArgKind.DTYPE, ArgKind.OPTIONAL_DTYPE))
         returns = [str(r.type) for r in parsed.returns]
         # Tensor, a tuple of Tensors, one list[Tensor] (any length), or None.
         self.returns_list = returns == ["List[Tensor]"]
@@ -344,12 +346,17 @@ class TileOp:
 
     def _values(self, args: tuple) -> tuple:
         """Arguments from the dispatcher's stack as the body sees them."""
-        return tuple(_python_value(a, k) for a, k in zip(args, self.arg_kinds))
+        if not self._dtype_args:
+            return tuple(args)
+        values = list(args)
+        for i in self._dtype_args:
+            values[i] = _python_value(values[i], self.arg_kinds[i])
+        return tuple(values)
 
     # Called by C++ (GIL held) for calls a fallback plan selects.
     @_entry
     def _fallback_call(self, args: tuple, reason: str) -> object:
-        result = _fallback.run_body(self, self._values(args))
+        result = _fallback.run_body(self, self._values(args), on_cpu=False)  # the CUDA kernel's calls
         self._fell_back(reason)  # after the body ran: its own errors are not a fallback's
         return result
 
