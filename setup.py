@@ -87,8 +87,10 @@ class Build(BuildExtension.with_options(use_ninja=True)):
         if self.inplace:  # setuptools copies the library there but does not make the folder
             os.makedirs(os.path.join(ROOT, *LIBRARY.split(".")[:-1]), exist_ok=True)
         super().run()  # builds in build_lib; with --inplace, then copies the libraries into the source tree
-        self._write_cmake_config(os.path.join(ROOT, "torch_tile") if self.inplace
-                                 else os.path.join(self.build_lib, "torch_tile"))
+        package_dir = os.path.join(ROOT, "torch_tile") if self.inplace else os.path.join(self.build_lib, "torch_tile")
+        self._write_cmake_config(package_dir)
+        with open(os.path.join(package_dir, "_built_with.py"), "w") as f:  # checked at import (_extension.py)
+            f.write(f'# Written by setup.py: the torch this build of torch_tile is for.\nTORCH_VERSION = "{torch.__version__}"\n')
 
     def _write_cmake_config(self, package_dir):
         """torch_tile's CMake package, naming the LibTorch this library was built
@@ -113,11 +115,13 @@ class Build(BuildExtension.with_options(use_ninja=True)):
 setup(
     name="torch_tile",
     version=VERSION,
-    description="Tile kernels (Triton) as native PyTorch operators with a C++ launch path",
+    description="Tile kernels (Triton, CUDA C++, cuTile) as native PyTorch operators with a C++ launch path",
     license="Apache-2.0",
     packages=find_packages(include=["torch_tile", "torch_tile.*"]),
     python_requires=">=3.10",
-    install_requires=["torch>=2.4", "triton>=3.2", "numpy"],
+    # Tested: torch 2.11 with Triton 3.6, torch 2.14.1 with Triton 3.8. The extension runs with the torch it was
+    # built against (its major.minor).
+    install_requires=["torch>=2.11", "triton>=3.6", "numpy"],
     extras_require={"cutile": ["cuda-tile[tileiras]>=1.7,<1.8"]},  # cuTile kernels in op bodies (torch_tile.frontends.cutile)
     package_data={"torch_tile": ["lib/*.so", "include/torch_tile/*.h", "share/cmake/torch_tile/*.cmake", "kernels/*.cu"]},
     ext_modules=[library(), python_extension()],

@@ -1,7 +1,7 @@
-"""torch_tile: tile kernels (Triton) as native PyTorch operators.
+"""torch_tile: tile kernels (Triton, CUDA C++ through NVRTC, cuTile) as native PyTorch operators.
 
 ``@torch_tile.op("tile::name")`` turns a Python body that allocates outputs and
-launches ``@triton.jit`` kernels into ``torch.ops.tile.name``, whose CUDA
+launches ``@triton.jit`` kernels (or CUDA C++ / cuTile ones) into ``torch.ops.tile.name``, whose CUDA
 implementation evaluates a traced launch plan, computes Triton's
 specialization key, finds the compiled variant and calls ``cuLaunchKernelEx``
 on the current stream, all in C++. Python runs only on a cache miss.
@@ -11,6 +11,7 @@ import os
 
 import torch  # noqa: F401  (loads libtorch before the extension)
 
+from . import _extension  # noqa: F401  (first: a clear ImportError where the extension cannot load)
 from . import _C, frontends
 from ._errors import CallError, KernelError, OpDefinitionError, TraceError
 from ._explain import explain
