@@ -36,6 +36,16 @@ def pytest_configure(config):
 
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def requires_sm90(what: str):
+    """Skips where ``what`` cannot run: no CUDA GPU (said so), or one older than sm_90 (named)."""
+    if not torch.cuda.is_available():
+        return requires_cuda
+    major, minor = torch.cuda.get_device_capability()
+    return pytest.mark.skipif((major, minor) < (9, 0), reason=f"{what} need sm_90+ (this GPU is sm_{major}{minor})")
+
+
 requires_two_gpus = pytest.mark.skipif(
     not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs two CUDA GPUs"
 )

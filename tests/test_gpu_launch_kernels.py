@@ -23,15 +23,12 @@ from torch_tile._expr import evaluate
 from torch_tile.frontends.triton.compile import _compile_callback
 
 import launch_kernel_ops as L
-from conftest import requires_cuda
+from conftest import requires_cuda, requires_sm90
 from triton_reference import device_capability
 
 pytestmark = requires_cuda
 
-requires_sm90 = pytest.mark.skipif(
-    not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
-    reason="programmatic dependent launch and CTA clusters need sm_90+",
-)
+requires_pdl_and_clusters = requires_sm90("programmatic dependent launch and CTA clusters")
 
 FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 
@@ -77,7 +74,7 @@ def _check_layer_norm(out, x, w, b, eps=1e-5):
     torch.testing.assert_close(out.double(), _ref_layer_norm(x, w, b, eps), atol=tol, rtol=tol)
 
 
-@requires_sm90
+@requires_pdl_and_clusters
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("shape", [(1, 7), (129, 700), (300, 128), (64, 4096), (3, 8192)])
 def test_layer_norm_pdl(dtype, shape):
@@ -87,7 +84,7 @@ def test_layer_norm_pdl(dtype, shape):
     _check_layer_norm(torch.ops.tile.layer_norm_pdl(x, w, b, 1e-5), x, w, b)
 
 
-@requires_sm90
+@requires_pdl_and_clusters
 def test_layer_norm_pdl_strided_and_eps():
     base = torch.randn(64, 1200, device="cuda")
     x = base[::2, :1000]  # row stride 2400
@@ -97,7 +94,7 @@ def test_layer_norm_pdl_strided_and_eps():
     _check_layer_norm(torch.ops.tile.layer_norm_pdl(small, w[:256], b[:256], 0.1), small, w[:256], b[:256], 0.1)
 
 
-@requires_sm90
+@requires_pdl_and_clusters
 def test_layer_norm_pdl_variants():
     x = torch.randn(32, 512, device="cuda")
     w, b = torch.randn(512, device="cuda"), torch.randn(512, device="cuda")
@@ -107,7 +104,7 @@ def test_layer_norm_pdl_variants():
     assert stats["launch_pdl"] is False and apply["launch_pdl"] is True
 
 
-@requires_sm90
+@requires_pdl_and_clusters
 def test_layer_norm_pdl_back_to_back():
     # Many calls queued without synchronising. Each input has other statistics than the one
     # before, and the stats scratch of a call is typically the block the previous call freed:
@@ -128,7 +125,7 @@ def test_layer_norm_pdl_back_to_back():
         _check_layer_norm(out, x, w, b)
 
 
-@requires_sm90
+@requires_pdl_and_clusters
 def test_layer_norm_pdl_in_cuda_graph():
     n_rows, n_cols = 128, 768
     x = torch.randn(n_rows, n_cols, device="cuda")
@@ -239,7 +236,7 @@ def test_cooperative_launch_too_large_fails_cleanly():
 # -- num_ctas=2 ----------------------------------------------------------------------------------------
 
 
-@requires_sm90
+@requires_pdl_and_clusters
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("n", [1, 2047, 2048, 2049, 1_000_003])
 def test_affine_cluster(dtype, n):
@@ -253,7 +250,7 @@ def test_affine_cluster(dtype, n):
     torch.testing.assert_close(out, theirs, rtol=0, atol=0)
 
 
-@requires_sm90
+@requires_pdl_and_clusters
 def test_affine_cluster_variant_has_two_ctas():
     x = torch.randn(10_000, device="cuda")
     torch.ops.tt_launch_test.affine_cluster(x)

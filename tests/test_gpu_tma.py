@@ -11,10 +11,9 @@ import torch_tile as tt
 from torch_tile import kernels as K
 
 import tma_ops as T
-from conftest import requires_cuda
+from conftest import requires_sm90
 
-pytestmark = [requires_cuda, pytest.mark.skipif(
-    torch.cuda.is_available() and torch.cuda.get_device_capability() < (9, 0), reason="TMA needs sm_90+")]
+pytestmark = requires_sm90("tensor descriptors (TMA)")
 
 
 def _encodes() -> int:

@@ -21,15 +21,12 @@ import torch_tile as tt
 from torch_tile.frontends.triton import autotune
 
 import tuple_param_ops as T
-from conftest import requires_cuda
+from conftest import requires_cuda, requires_sm90
 from triton_reference import device_capability
 
 pytestmark = requires_cuda
 
-requires_sm90 = pytest.mark.skipif(
-    not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
-    reason="tensor descriptors (TMA) need sm_90+",
-)
+requires_tma = requires_sm90("tensor descriptors (TMA)")
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}
 
@@ -116,7 +113,7 @@ def test_an_undeclared_write_through_a_tuple_member_is_refused():
     assert torch.count_nonzero(y) == 0  # refused before anything ran
 
 
-@requires_sm90
+@requires_tma
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("shape", [(64, 96), (100, 64), (40, 72), (32, 32)])  # rows of 16-byte multiples (TMA)
 def test_add_desc_as_torch_and_tritons_launcher(dtype, shape):
