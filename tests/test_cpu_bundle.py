@@ -117,6 +117,10 @@ def test_corrupt_truncated_other_version_and_foreign_files_are_refused(exported,
         "flipped.ttb": (flip, "bundle are corrupt: checksum mismatch"),
         "truncated.ttb": (lambda d: d[:-100], "truncated"),
         "version.ttb": (lambda d: d[:8] + bytearray(struct.pack("<I", 99)) + d[12:], "bundle of format version 99"),
+        # A damaged header: its version field is no version.
+        "header.ttb": (lambda d: d[:8] + bytearray(b" und") + d[12:-3],
+                       r"bundle are corrupt: truncated or with trailing data \(its header's version field reads "
+                       r"1684960544; this torch_tile reads version \d+\)"),
         "foreign.ttb": (lambda d: bytearray(_C.export_plans("tile::add")), "not bundle \\(no TTBUNDLE header\\)"),
     }
     for name, (change, message) in cases.items():
@@ -172,3 +176,15 @@ def test_cpp_example_builds_loads_the_bundle_without_python_and_checks_errors(ex
     assert "ALL OK" in out.stdout
     linked = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
     assert "libpython" not in linked and "libtorch_python" not in linked
+
+
+def test_cpp_example_given_a_bundle_it_cannot_load_says_why(exported, cpp_examples, tmp_path):
+    program = os.path.join(cpp_examples, "tile_example")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    garbled = tmp_path / "garbled.ttb"
+    garbled.write_bytes(b"TTBUNDLE" + b" undamaged text where the header was" * 8)
+    for path, message in [(str(tmp_path / "missing.ttb"), "cannot open"),
+                          (str(garbled), "bundle are corrupt: truncated or with trailing data")]:
+        out = subprocess.run([program, path], capture_output=True, text=True, env=env)
+        assert out.returncode == 1, out.stdout + out.stderr  # an error, not an abort
+        assert out.stderr.startswith("error: ") and message in out.stderr, out.stderr

@@ -90,14 +90,21 @@ size_t unframe(const std::string& bytes, const char (&magic)[8], uint32_t versio
   }
   ByteReader header(bytes, sizeof(magic), what);
   const uint32_t found = header.pod<uint32_t>();
-  if (found != version) {
-    fail(ErrorKind::Value, std::string(what) + " of format version " + std::to_string(found) +
-                               "; this torch_tile reads version " + std::to_string(version));
-  }
   const uint32_t crc = header.pod<uint32_t>();
   const uint64_t size = header.pod<uint64_t>();
-  if (size != bytes.size() - kHeaderSize) header.corrupt("truncated or with trailing data");
-  if (crc32c(bytes, kHeaderSize) != crc) header.corrupt("checksum mismatch");
+  // Damage first: a damaged header's version field is no version (the framing is the same in every version).
+  const char* damage = size != bytes.size() - kHeaderSize      ? "truncated or with trailing data"
+                       : crc32c(bytes, kHeaderSize) != crc ? "checksum mismatch"
+                                                           : nullptr;
+  const std::string reads = "this torch_tile reads version " + std::to_string(version);
+  if (damage != nullptr) {
+    header.corrupt(std::string(damage) +
+                   (found == version ? "" : " (its header's version field reads " + std::to_string(found) + "; " +
+                                                reads + ")"));
+  }
+  if (found != version) {
+    fail(ErrorKind::Value, std::string(what) + " of format version " + std::to_string(found) + "; " + reads);
+  }
   return kHeaderSize;
 }
 

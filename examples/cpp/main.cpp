@@ -71,13 +71,8 @@ void run_ops(int64_t bench_iters) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s BUNDLE [--bench N]\n", argv[0]);
-    return 2;
-  }
+int run(int argc, char** argv) {
   const int64_t bench_iters = (argc >= 4 && std::strcmp(argv[2], "--bench") == 0) ? std::atoll(argv[3]) : 0;
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a pipe as they are printed
   std::printf("torch_tile %s\n", torch_tile::version());
   const torch_tile::LoadedBundle bundle = torch_tile::load_bundle(argv[1]);
   std::printf("loaded %zu ops, %lld plans, %lld variants (%s)\n", bundle.ops.size(), (long long)bundle.plans,
@@ -107,4 +102,18 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n", example::failures() == 0 ? "ALL OK" : "FAILURES");
   return example::failures() == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s BUNDLE [--bench N]\n", argv[0]);
+    return 2;
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a pipe as they are printed
+  try {
+    return run(argc, argv);
+  } catch (const c10::Error& e) {  // a bundle that cannot be loaded (missing, corrupt, another version), ...
+    std::fprintf(stderr, "error: %s\n", e.what_without_backtrace());
+    return 1;
+  }
 }
