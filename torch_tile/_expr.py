@@ -53,6 +53,7 @@ _COMPARE: dict[Op, tuple[str, Callable[[int, int], bool]]] = {
     Op.GT: (">", lambda a, b: a > b),
     Op.GE: (">=", lambda a, b: a >= b),
 }
+_NEGATED = {"<": ">=", "<=": ">", "==": "!=", "!=": "==", ">": "<=", ">=": "<"}
 
 
 class GuardSink:
@@ -125,11 +126,10 @@ class SymbolicInt:
         symbol, fn = _COMPARE[op]
         result = fn(self.value, rhs.value)
         code = self.code + rhs.code + (op,)
-        text = f"{self.text} {symbol} {rhs.text}"
         if result:
-            self.sink.add_guard(code, text)
-        else:
-            self.sink.add_guard(code + (Op.NOT,), f"not ({text})")
+            self.sink.add_guard(code, f"{self.text} {symbol} {rhs.text}")
+        else:  # written as a user would: `x.stride(0) == 1`, not `not (x.stride(0) != 1)`
+            self.sink.add_guard(code + (Op.NOT,), f"{self.text} {_NEGATED[symbol]} {rhs.text}")
         return result
 
     def unary(self, op: Op, text: str, value: int) -> "SymbolicInt":
@@ -231,13 +231,18 @@ class SymbolicInt:
     def __abs__(self):
         return -self if self < 0 else self
 
+    # As text, the int it stands for (a message, a key built from it): the value, guarded like any other use.
     def __repr__(self) -> str:
-        return f"SymbolicInt({self.text} = {self.value})"
+        return repr(self.specialize())
 
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
         return format(self.specialize(), spec)
+
+    def describe(self) -> str:
+        """What it is, for torch_tile's own messages (no guard): ``x.size(0) = 8``."""
+        return f"{self.text} = {self.value}"
 
     def encode(self) -> tuple[list[int], str]:
         return [int(c) for c in self.code], self.text

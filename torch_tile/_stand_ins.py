@@ -36,8 +36,14 @@ class SymbolicFloat:
     def __float__(self) -> float:
         return self.specialize()
 
+    # As text, the float it stands for: the value, guarded (as SymbolicInt's).
     def __repr__(self) -> str:
-        return f"SymbolicFloat({self.name} = {self.value})"
+        return repr(self.specialize())
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format(self.specialize(), spec)
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):

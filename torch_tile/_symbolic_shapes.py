@@ -16,6 +16,7 @@ import weakref
 from typing import Any, Optional
 
 import sympy
+from sympy.printing.str import StrPrinter
 import torch
 from torch._dynamo.source import ConstantSource
 from torch._guards import SLoc
@@ -25,6 +26,17 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 from torch.utils._sympy import functions as symfn
 
 from ._expr import INT64_MAX, INT64_MIN, Op, SymbolicInt
+
+
+class _PythonStylePrinter(StrPrinter):
+    """sympy's text with Python's operators: ``==`` and ``!=`` for Eq and Ne, ``%`` for torch's PythonMod."""
+
+    def _print_Relational(self, expr) -> str:
+        precedence = 0  # the sides parenthesized where they hold an operator
+        return f"{self.parenthesize(expr.lhs, precedence)} {expr.rel_op} {self.parenthesize(expr.rhs, precedence)}"
+
+    def _print_PythonMod(self, expr) -> str:
+        return f"({self._print(expr.args[0])} % {self._print(expr.args[1])})"
 
 
 class Untranslatable(Exception):
@@ -206,8 +218,9 @@ class SymbolicShapes:
         raise Untranslatable(f"{expr} ({type(expr).__name__})")
 
     def text(self, expr) -> str:
-        """A sympy expression with the arguments' names (``x.size(0)``) in place of symbols."""
-        return str(expr.xreplace(self._named)) if isinstance(expr, sympy.Basic) else str(expr)
+        """A sympy expression with the arguments' names (``x.size(0)``) in place of symbols, in Python's operators
+        (``x.size(0) != 0``, not ``Ne(x.size(0), 0)``), as the tracer's own guards read."""
+        return _PythonStylePrinter().doprint(expr.xreplace(self._named)) if isinstance(expr, sympy.Basic) else str(expr)
 
     def symbolic_int(self, value, text: str) -> Any:
         """A SymbolicInt for an int or SymInt that ATen computed."""
