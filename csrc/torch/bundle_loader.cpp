@@ -61,6 +61,7 @@ LoadedBundle load(const std::string& bytes) {
     if (!op) {
       op = define_native_op(plans.qualname, plans.schema, plans.arg_kinds, plans.num_returns,
                             std::make_shared<BundleTracer>(), "loaded from a bundle");
+      register_native_meta(op);  // meta tensors, FakeTensor, torch.compile: the plans' shapes, evaluated natively
     }
     loaded.plans += op->install_plans(plans);
     loaded.ops.push_back(plans.qualname);

@@ -94,6 +94,11 @@ int run(int argc, char** argv) {
     op("tile::add").typed<at::Tensor(const at::Tensor&, const at::Tensor&)>().call(at::ones({4}), at::ones({4}));
   });
   check(!cpu.empty(), "a call on CPU tensors is refused by the dispatcher (tile ops have CUDA kernels only)");
+  const at::Tensor meta = op("demo::scaled_softmax")
+                              .typed<at::Tensor(const at::Tensor&, double)>()
+                              .call(at::empty({1000, 37}, at::TensorOptions().device(c10::kMeta)), 2.0);
+  check(meta.is_meta() && meta.sizes() == at::IntArrayRef({1000, 37}),
+        "a call on meta tensors returns the plan's output shape (shape propagation, no GPU)");
   if (torch::cuda::is_available()) {
     const std::string error = error_of([&] { run_ops(bench_iters); });
     check(error.empty(), "the GPU checks ran to the end" + (error.empty() ? "" : ": " + error));
