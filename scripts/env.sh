@@ -73,11 +73,12 @@ if [ -n "$extension" ] && [ "$built_for" = "$TORCH_VERSION" ] && [ -f torch_tile
 else
   echo "torch_tile: building the extension with torch $TORCH_VERSION ($(nproc) jobs; full log in build.log)" >&2
   # ninja's progress, one line per file: [n/N] file
+  : > build.log  # exists before tail follows it
   MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" setup.py build_ext --inplace > build.log 2>&1 &
   build=$!
-  tail -n +1 -f build.log --pid=$build 2>/dev/null |
-    sed -nu 's|^\(\[[0-9]*/[0-9]*\]\) .* -c \([^ ]*\) -o .*|torch_tile:   \1 \2|p; s|^[gc]++ .*-shared.* -o \([^ ]*\).*|torch_tile:   linking \1|p' |
-    sed -u "s|$ROOT/||" >&2
+  { tail -n +1 -f build.log --pid=$build 2>/dev/null |
+      sed -nu 's|^\(\[[0-9]*/[0-9]*\]\) .* -c \([^ ]*\) -o .*|torch_tile:   \1 \2|p; s|^[gc]++ .*-shared.* -o \([^ ]*\).*|torch_tile:   linking \1|p' |
+      sed -u "s|$ROOT/||" >&2; } || true  # progress only: the build's own status decides
   wait $build || {
     grep -E -A3 "error|Error" build.log | head -60 >&2
     echo "torch_tile: build failed (full log in build.log)" >&2
