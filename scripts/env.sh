@@ -26,7 +26,7 @@ else
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip >&2
   # pip's own lines, one per package it fetches or installs: no silent minutes.
-  .venv/bin/python -m pip install --progress-bar off "torch==2.14.1" numpy pytest ninja 2>&1 |
+  .venv/bin/python -m pip install --progress-bar off "torch==2.14.1" numpy pytest pytest-xdist ninja 2>&1 |
     sed -nu 's/^\(Collecting\|Installing collected\|Successfully installed\) \(.\{0,100\}\).*/torch_tile:   \1 \2/p' >&2
   PY="$ROOT/.venv/bin/python"
 fi
