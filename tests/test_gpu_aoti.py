@@ -3,8 +3,8 @@ two-kernel autotuned op and tile::add), packaged by torch._inductor.aoti_compile
 aoti_load_package in Python and with AOTIModelPackageLoader in a LibTorch program that loaded the ops'
 bundle (no libpython in the process), both with the same result as eager.
 
-In Python the system's libstdc++ is preloaded: on the lent H200 image aoti_load_package of any package
-segfaults without it (README, "AOTInductor"; scripts/aoti_probe.py)."""
+In Python the system's libstdc++ is preloaded: on some images (an H200 machine's) aoti_load_package of any package
+segfaults without it (docs/KNOWN_ISSUES.md)."""
 
 from __future__ import annotations
 
