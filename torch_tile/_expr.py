@@ -240,10 +240,6 @@ class SymbolicInt:
     def __format__(self, spec: str) -> str:
         return format(self.specialize(), spec)
 
-    def describe(self) -> str:
-        """What it is, for torch_tile's own messages (no guard): ``x.size(0) = 8``."""
-        return f"{self.text} = {self.value}"
-
     def encode(self) -> tuple[list[int], str]:
         return [int(c) for c in self.code], self.text
 

@@ -32,8 +32,7 @@ class _PythonStylePrinter(StrPrinter):
     """sympy's text with Python's operators: ``==`` and ``!=`` for Eq and Ne, ``%`` for torch's PythonMod."""
 
     def _print_Relational(self, expr) -> str:
-        precedence = 0  # the sides parenthesized where they hold an operator
-        return f"{self.parenthesize(expr.lhs, precedence)} {expr.rel_op} {self.parenthesize(expr.rhs, precedence)}"
+        return f"{self._print(expr.lhs)} {expr.rel_op} {self._print(expr.rhs)}"  # a comparison binds loosest
 
     def _print_PythonMod(self, expr) -> str:
         return f"({self._print(expr.args[0])} % {self._print(expr.args[1])})"
