@@ -123,13 +123,21 @@ def test_kernel_that_fails_to_compile():
     _still_works()
 
 
-@tt.op("tile_test::bad_body")
-def bad_body(x: torch.Tensor) -> torch.Tensor:
+def _bad_body(x: torch.Tensor) -> torch.Tensor:
     return torch.full((int(x.sum().item()),), 1.0, device=x.device)
 
 
+tt.op("tile_test::bad_body", _bad_body, fallback=False)
+tt.op("tile_test::bad_body_fallback", _bad_body)
+
+
 def test_body_the_tracer_cannot_take():
+    x = torch.ones(4, device="cuda")
     with pytest.raises(tt.TraceError, match=r"tile_test::bad_body: .*test_gpu_errors.py:\d+: .*depends on the "
                                             r"tensors' data"):
-        torch.ops.tile_test.bad_body(torch.randn(4, device="cuda"))
+        torch.ops.tile_test.bad_body(x)
+    with pytest.warns(RuntimeWarning, match=r"tile_test::bad_body_fallback: calls like this one run the op body in "
+                                            r"Python .*depends on the tensors' data"):
+        out = torch.ops.tile_test.bad_body_fallback(x)
+    torch.testing.assert_close(out, _bad_body(x), rtol=0, atol=0)
     _still_works()
