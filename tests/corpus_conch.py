@@ -39,7 +39,7 @@ from conch.ops.vision.nms import nms  # noqa: E402
 from conch.ops.vllm.copy_blocks import copy_blocks  # noqa: E402
 from conch.ops.vllm.reshape_and_cache import reshape_and_cache  # noqa: E402
 
-from wrapper_corpus import CAPTURED_TENSOR, READS_DATA, RETURNS_ALIAS, Case, Entry, Inputs, Tensor, bf16, f16, f32  # noqa: E402
+from wrapper_corpus import ADDRESS_AS_DATA, READS_DATA, RETURNS_ALIAS, Case, Entry, Inputs, Tensor, bf16, f16, f32  # noqa: E402
 
 NS = "conch"
 
@@ -594,8 +594,6 @@ ENTRIES: List[Entry] = [
         _gemm_case("int8-f16-out-bias", 8, 128, 64, f16, bias=True),
         _gemm_case("int8-per-tensor", 20, 64, 128, f32, per_tensor=True),
     ], tol_scale=10,  # K and N multiples of the kernel's 64-wide blocks: it loads B unmasked
-        refused=CAPTURED_TENSOR, refused_because="the wrapper builds torch.tensor([[]]) (a zero point) on the host at "
-                                                 "every call: tensor data a launch plan does not hold",
         cpu_skip="the kernel loads its zero point from torch.tensor([[]]) (an empty tensor) when "
                  "cxpr_zero_is_scalar: Triton's interpreter dereferences that empty buffer and segfaults (also "
                  "under TRITON_INTERPRET=1); CUDA only",
@@ -631,8 +629,9 @@ ENTRIES: List[Entry] = [
     _e("copy_blocks", "conch.ops.vllm.copy_blocks", copy_blocks_op, copy_blocks_ref, [
         _copy_case("f32"),
         _copy_case("f16", f16),
-    ], refused=CAPTURED_TENSOR,
-        refused_because="the launcher builds a tensor of the caches' addresses on the host at every call",
+    ], refused=ADDRESS_AS_DATA,
+        refused_because="the launcher builds a tensor of the caches' addresses (data_ptr() of tensors the body "
+                        "makes) at every call; a plan knows those addresses only modulo their alignment",
         notes="list[Tensor] arguments; the launcher builds torch.tensor([t.data_ptr() for t in caches], "
              "dtype=uint64) and the kernel dereferences those raw addresses; a dtype -> tl.dtype constexpr map"),
     _e("nms", "conch.ops.vision.nms", nms_op, nms_ref, [

@@ -62,7 +62,7 @@ from liger_kernel.ops.tvd import tv_distance_forward_triton
 
 import triton_tutorials as tutorials
 
-from wrapper_corpus import CAPTURED_TENSOR, READS_DATA, Case, Entry, Inputs as _Inputs, Refusal, Tensor, bf16, f16, \
+from wrapper_corpus import READS_DATA, Case, Entry, Inputs as _Inputs, Refusal, Tensor, bf16, f16, \
     f32, outputs, strided
 
 
@@ -1133,9 +1133,6 @@ ENTRIES: List[Entry] = [
               _mta_case("f32-nobias", bias=False),
               _mta_case("f16", f16),
           ], tol_scale=10, exact=False,  # F.conv2d (cuDNN) between the kernels need not be bitwise repeatable
-        refused=CAPTURED_TENSOR,
-        refused_because="the wrapper multiplies sizes through a tensor, int(torch.prod(torch.tensor(batch))): "
-                        "a tensor built from host values, read back on the host, is not a launch plan step",
         notes="int(torch.prod(torch.tensor(batch))) on sizes, F.conv2d between kernels, torch.sort (sparse), "
               "_pair(stride)"),
     Entry("mhc_pre", "LigerMHCPreFunction.forward", mhc_pre, mhc_pre_ref, [

@@ -412,3 +412,66 @@ def test_a_fallback_op_under_torch_compile():
     compiled = torch.compile(lambda t: op(t) + 1, backend="eager")
     x = torch.randn(64)
     torch.testing.assert_close(compiled(x), x * x.abs().max() + 1)
+
+
+# -- tensors made from host values ----------------------------------------------------------------------------
+
+
+@triton.jit
+def _gather_kernel(x_ptr, index_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    index = tl.load(index_ptr + offsets, mask=mask, other=0)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + index, mask=mask), mask=mask)
+
+
+def _ends_then_start(x: torch.Tensor) -> torch.Tensor:
+    """A table of sizes for the kernel, made on the device as libraries make offset tables."""
+    index = torch.tensor([x.numel() - 1, x.numel() - 2, 0], dtype=torch.int32, device=x.device)
+    out = torch.empty(3, device=x.device, dtype=x.dtype)
+    _gather_kernel[(1,)](x, index, out, 3, BLOCK=4)
+    return out
+
+
+def _rows_of_a_batch(x: torch.Tensor) -> torch.Tensor:
+    """Host arithmetic through a CPU tensor (Liger-Kernel's multi-token attention counts rows so)."""
+    rows = int(torch.prod(torch.tensor(x.shape[:-1])))
+    return _scaled(x.reshape(rows, x.shape[-1]), 2.0)
+
+
+def _with_a_placeholder(x: torch.Tensor) -> torch.Tensor:
+    """An empty placeholder for an unused kernel argument (as conch's GEMMs pass their absent zero points)."""
+    zeros = torch.tensor([[]], dtype=torch.int32, device=x.device)
+    return _scaled(x, float(zeros.numel() + 3))
+
+
+table_on_device = tt.op(f"{NS}::table_on_device", _ends_then_start, fallback=False)
+rows_of_a_batch = tt.op(f"{NS}::rows_of_a_batch", _rows_of_a_batch, fallback=False)
+with_a_placeholder = tt.op(f"{NS}::with_a_placeholder", _with_a_placeholder, fallback=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tensors_of_host_values_are_plan_steps(device):
+    for n in (10, 37):  # one plan: the table's values are expressions of the size, not guarded
+        x = torch.randn(n, device=device)
+        torch.testing.assert_close(table_on_device(x), x[[n - 1, n - 2, 0]], rtol=0, atol=0)
+    plan = table_on_device.trace(torch.randn(10))
+    assert [step.name for step in plan.aten_steps] == ["torch_tile::tensor_of_ints"]
+    assert not any("size" in guard.text for guard in plan.guards)
+    x = torch.randn(5, device=device)
+    torch.testing.assert_close(with_a_placeholder(x), 3 * x)
+    for shape in ((2, 3, 4), (5, 4), (2, 2, 2, 4)):  # the product is guarded: a plan per batch shape
+        x = torch.randn(*shape, device=device)
+        torch.testing.assert_close(rows_of_a_batch(x), 2 * x.reshape(-1, 4))
+    assert any("x.size(0) == 2" in guard.text for guard in rows_of_a_batch.trace(torch.randn(2, 3, 4)).guards)
+
+
+def test_a_tensor_of_host_floats_on_the_device_falls_back_with_its_reason():
+    def body(x: torch.Tensor) -> torch.Tensor:
+        return x * torch.tensor([0.5], device=x.device)
+
+    op = tt.op(f"{NS}::host_floats", body)
+    x = torch.randn(4)
+    with pytest.warns(RuntimeWarning, match=r"a tensor of torch.float32 host values on cpu: a launch plan holds "
+                                            r"integer values only"):
+        torch.testing.assert_close(op(x), x * 0.5)

@@ -56,7 +56,7 @@ class Refusal:
 
 # Why no plan holds some real wrappers (the mechanisms; each entry using one says why it applies).
 READS_DATA = Refusal(torch_tile.TraceError, r"depends on the tensors' data")
-CAPTURED_TENSOR = Refusal(torch_tile.TraceError, r"`torch\.tensor\(\.\.\.\)` of host values makes a tensor")
+ADDRESS_AS_DATA = Refusal(torch_tile.TraceError, r"is an address: a launch plan can only check its alignment")
 RETURNS_ALIAS = Refusal(torch_tile.OpDefinitionError,
                         r"returns (its input|a view of its input|the same tensor twice)|the same tensor twice")
 

@@ -23,6 +23,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import _C, _aten_record, _descriptors, _escapes, _expr, _plan, _process_locks, _stand_ins, _symbolic_shapes
 from ._aten_record import AtenRecorder
+from ._host_values import HostTensors, makes_host_tensor
 from ._backward import native_spec
 from ._call_arguments import KERNEL_DTYPES, check_call_arguments
 from ._errors import CallError, OpDefinitionError, TraceError, TraceOverflowError
@@ -167,6 +168,7 @@ class Tracer(GuardSink, LaunchMode):
         self._like_dims: dict[int, Any] = {}
         self._aten_writes: list[tuple[int, str]] = []  # (slot, operator) an in-place ATen step writes
         self._aten: Optional[AtenRecorder] = None  # made on the body's first ATen call
+        self.host_tensors = HostTensors(self)
         self._writes: list[tuple[Any, _plan.LaunchStep, dict]] = []  # (kernel, step, bound arguments) per launch
         self.device: Optional[torch.device] = None
         check_call_arguments(op, args)
@@ -315,6 +317,10 @@ class Tracer(GuardSink, LaunchMode):
     def torch_function(self, func, args: tuple, kwargs: dict):
         if func in _FACTORIES:
             return self.factory(func, args, kwargs)
+        if makes_host_tensor(func, args, kwargs):
+            return self.host_tensors.make(func, args, kwargs)
+        if self.host_tensors.involved(args, kwargs):
+            return self.host_tensors.call(func, args, kwargs)
         # Anything else torch does to tensors: views and ATen steps (_aten_record.py).
         self._drop_parse_guards((*args, *kwargs.values()))
         return self.aten.call(func, args, kwargs, f"`{getattr(func, '__name__', func)}`")
@@ -565,6 +571,7 @@ class Tracer(GuardSink, LaunchMode):
     # -- launches --------------------------------------------------------------------------------------
     def launch(self, kernel, grid, args, kwargs):
         self._parse_candidates.clear()
+        args, kwargs = self.host_tensors.on_device((args, kwargs))
         if isinstance(kernel, cuda.CudaKernel):
             step, arguments = cuda.record.record_launch(self, kernel, grid, kwargs.pop("block"), args, **kwargs), None
         elif cutile.is_kernel(kernel):
