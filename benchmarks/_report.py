@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from typing import Optional, Sequence
@@ -48,7 +49,9 @@ def bar_chart(rows: dict, path: str, *, xlabel: str, title: str, unit: str, digi
 
 
 def write(out_dir: str, name: str, result: dict, rows: dict, **chart) -> None:
-    """``<name>.json`` (the whole result) and ``<name>.png`` (the rows) in ``out_dir``."""
+    """``<name>.json`` (the whole result, dated: UTC day of the run) and ``<name>.png`` (the rows) in
+    ``out_dir``."""
+    result = {"date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(), **result}
     with open(os.path.join(out_dir, name + ".json"), "w") as f:
         json.dump(result, f, indent=2)
     if not bar_chart(rows, os.path.join(out_dir, name + ".png"), **chart):

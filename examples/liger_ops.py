@@ -7,9 +7,11 @@ registered with one ``torch_tile.op`` each and appear as
 ``torch.ops.liger.rms_norm``, ``.swiglu`` and ``.rope_out_of_place`` (rope_forward
 on copies of q and k: the wrapper writes its inputs in place or into copies
 depending on their layout, an aliasing no torch.library schema can express).
-cross_entropy_forward is refused, and the script shows the error: the wrapper
-reads tensor data on the host (``(target != ignore_index).sum().item()``), which a
-launch plan cannot hold; the loss is torch's. The op bodies live in tests/liger_corpus.py (the corpus
+cross_entropy_forward reads tensor data on the host
+(``(target != ignore_index).sum().item()``), which a launch plan cannot hold: its
+op runs by the fallback (the body in Python, as torch.library.triton_op runs it),
+and the script prints the reason torch_tile gives and checks the loss against
+torch's. The op bodies live in tests/liger_corpus.py (the corpus
 tests/test_real_wrappers.py checks): each calls the wrapper exactly as Liger's
 autograd Function does, e.g.
 
@@ -49,16 +51,19 @@ def register():
     return {name: corpus.BY_NAME[name].reference for name in OPS}
 
 
-def cross_entropy_refusal(device) -> str:
-    """What torch_tile says of Liger's cross_entropy_forward (the first line of its TraceError)."""
-    import torch_tile as tt
+def cross_entropy_fallback(device) -> tuple[str, float]:
+    """Why Liger's cross_entropy_forward falls back (the reason torch_tile records) and |op - torch| of the loss."""
+    import warnings
+
+    import liger_corpus as corpus
 
     logits, target = torch.randn(8, 16, device=device), torch.randint(0, 16, (8,), device=device)
-    try:
-        torch.ops.liger.cross_entropy(logits, target)
-    except tt.TraceError as e:
-        return str(e).splitlines()[0]
-    return "accepted (unexpected: update this example)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the fallback's warning: its reason is printed instead
+        loss = torch.ops.liger.cross_entropy(logits, target)
+    op = corpus.BY_NAME["cross_entropy"].op()
+    reason = next(iter(op.fallback_calls), "none (the op ran a native plan: update this example)")
+    return reason, abs(loss.item() - F.cross_entropy(logits, target).item())
 
 
 class Checked:
@@ -141,10 +146,11 @@ def main() -> int:
 
     for name in OPS:
         print(f"torch.ops.liger.{name:<14} max |op - torch| = {checked[name].max_error:.3e}")
-    print(f"torch.ops.liger.cross_entropy refused: {cross_entropy_refusal(tokens.device)}")
+    reason, ce_error = cross_entropy_fallback(tokens.device)
+    print(f"torch.ops.liger.cross_entropy falls back ({reason}); |op - torch| = {ce_error:.3e}")
     loss_error = abs(loss.item() - torch_loss.item())
     print(f"loss: ops {loss.item():.6f}  torch {torch_loss.item():.6f}  |difference| = {loss_error:.3e}")
-    ok = loss_error < 1e-3 and all(c.max_error < 1e-3 for c in checked.values())
+    ok = loss_error < 1e-3 and ce_error < 1e-4 and all(c.max_error < 1e-3 for c in checked.values())
     print("OK" if ok else "MISMATCH")
     return 0 if ok else 1
 
