@@ -7,7 +7,7 @@ called here with five dtypes each (50 variants), exported to one bundle, and
 a fresh Python process (torch and torch_tile imported before the clock starts,
 as a C++ program has LibTorch loaded) times ``torch_tile.load_bundle`` and then
 the first call of one op up to its completion on the GPU (module load included).
-The median over repeats is reported; issue 13's target is 50 ms. Writes
+The median over repeats is reported; the target is 50 ms. Writes
 bundle_load.json to --out.
 """
 

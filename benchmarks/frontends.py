@@ -1,5 +1,5 @@
 """Each frontend's row softmax through torch_tile against that frontend's own
-Python launch (issue 15, item 4), side by side in one run.
+Python launch, side by side in one run.
 
     python benchmarks/frontends.py [--rows 8] [--cols 128] [--rounds 15] [--out DIR]
 

@@ -31,7 +31,7 @@ call takes long (each entry's timing is kept to about --entry-seconds). Entries 
 too (the same wrapper writes the same buffers on both sides).
 
 Printed: a table per library (native / fallback / refused / failed / crashed counts; median and worst ratio for
-native and for fallback entries), the entries that are not native with their reasons, and the tracker's targets,
+native and for fallback entries), the entries that are not native with their reasons, and the targets,
 met or not: >= 97% of wrappers give the right result (native or fallback); >= 90% native; 0 crashes; native calls
 >= 3x faster than the library's own (median; the worst is stated too); a fallback call no slower than 1.1x the
 library's own (library / op >= 1 / 1.1 for each). The shares are over the entries run (on CPU, skipped ones
@@ -97,7 +97,7 @@ CLASSES = ("native", "fallback", "refused", "failed", "crashed")
 COLOURS = {"native": "#4c72b0", "fallback": "#dd8452", "refused": "#937860", "failed": "#c44e52",
            "crashed": "#000000", "skipped": "#bbbbbb"}
 
-# The tracker's targets.
+# The targets.
 RIGHT_RESULT_SHARE = 0.97
 NATIVE_SHARE = 0.90
 NATIVE_SPEEDUP = 3.0
@@ -477,7 +477,7 @@ def summarise(rows: list) -> dict:
 
 
 def targets(total: dict, timed: bool) -> dict:
-    """The tracker's targets over every entry run (skipped ones left out), each with its value and whether it is
+    """The targets over every entry run (skipped ones left out), each with its value and whether it is
     met (None: not measured)."""
     run = total["entries"] - total["skipped"]
     right = total["native"] + total["fallback"]

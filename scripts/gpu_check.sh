@@ -8,7 +8,7 @@
 # build prints its errors. SANITIZE=1 then runs scripts/gpu_sanitize.sh (compute-sanitizer memcheck
 # over the example-op tests, racecheck on softmax/layer_norm) into one more file, sanitizer.log:
 # with it, pick at most two benchmarks to stay within 8 files.
-# Usage (device tool): bash scripts/gpu_check.sh [pytest paths/args; default: all tests]
+# Usage (GPU machine): bash scripts/gpu_check.sh [pytest paths/args; default: all tests]
 OUT="${OUT:-$(cd "$(dirname "$0")/.." && pwd)/gpu_out}"
 mkdir -p "$OUT"
 source "$(dirname "$0")/env.sh"  # sets $PY, builds in place (exits on a failed build)

@@ -1,4 +1,4 @@
-"""The example ops against silent wrong results (issue 10), as cases shared by
+"""The example ops against silent wrong results, as cases shared by
 test_cpu_hardening_kernels.py (Triton's interpreter) and test_gpu_hardening_kernels.py (the native path).
 
 Each case is a function of the device. It calls ops with strided, spaced, transposed and expanded

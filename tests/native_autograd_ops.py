@@ -1,4 +1,4 @@
-"""Ops for the native-autograd tests (issue 14): each exercises one thing a
+"""Ops for the native-autograd tests: each exercises one thing a
 ``setup_context``/``backward`` pair may do. Shared by test_cpu_native_autograd.py
 (traces, gradient ops, the eager bodies) and test_gpu_native_autograd.py (the
 C++ node)."""

@@ -1,5 +1,5 @@
 """CPU tests: autograd, mutation declarations, functionalization, dynamic
-shapes under torch.compile and torch.export (issue 3).
+shapes under torch.compile and torch.export.
 
 The op's Autograd kernel is C++: calls that need no gradient go straight to
 the kernel; calls that need one run the op under a torch.autograd.Function

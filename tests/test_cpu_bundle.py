@@ -1,4 +1,4 @@
-"""Bundles on the CPU (issue 13): export with examples traced on CPU tensors
+"""Bundles on the CPU: export with examples traced on CPU tensors
 and variants compiled for sm_90 without a GPU, inspect and verify (API and
 command line), refusal of corrupt, truncated, other-version and foreign
 files, loading into a fresh Python process (registration, schemas, errors),

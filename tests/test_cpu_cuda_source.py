@@ -1,4 +1,4 @@
-"""CUDA C++ kernels compiled with NVRTC from the torch wheel (torch_tile/frontends/cuda; issue 15's compile
+"""CUDA C++ kernels compiled with NVRTC from the torch wheel (torch_tile/frontends/cuda, its compile
 stage): sm_90 cubins on a machine without a GPU or CUDA toolkit, checked with torch_tile's own cubin reader
 (entry point, parameter sizes, launch bounds); templates; the wheel's CUDA headers; compile errors with
 NVRTC's log; and the disk cache (hits without NVRTC, keys that change with the source, options and target,

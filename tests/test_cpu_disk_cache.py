@@ -1,4 +1,4 @@
-"""CPU tests of the persistent kernel cache (issue 4): keys, warm loads across
+"""CPU tests of the persistent kernel cache: keys, warm loads across
 processes, corruption, atomic writes, concurrent writers, eviction, trust,
 the CLI. Variants are compiled for sm_90 without a GPU, through the same
 callback the C++ runtime calls on a miss."""

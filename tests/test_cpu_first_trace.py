@@ -1,4 +1,4 @@
-"""The first trace of a process stays off torch's heavy modules (issue 14, cold start): ShapeEnv's search for
+"""The first trace of a process stays off torch's heavy modules (cold start): ShapeEnv's search for
 a "user frame" per symbol (``uninteresting_files()``) imports torch.export, AOTAutograd's partitioners
 (networkx), Inductor's sizevars and Dynamo's guards, half a second or more, for a location torch_tile never
 shows; torch_tile's trace ShapeEnv skips it."""

@@ -1,5 +1,5 @@
 """CPU tests: bad calls get a clear exception naming op and argument, never a
-silently wrong result (issue 10). The same calls on the CUDA path are in
+silently wrong result. The same calls on the CUDA path are in
 tests/test_gpu_hardening.py; the example kernels' strides and dtypes are in
 tests/test_cpu_hardening_kernels.py, the disk cache's faults in
 tests/test_cpu_hardening_cache.py, threads and processes in

@@ -1,4 +1,4 @@
-"""CPU tests: the disk cache never loads what it did not write for the key (issue 10).
+"""CPU tests: the disk cache never loads what it did not write for the key.
 
 One cache-fault test per fault: an entry copied to another variant's name; a
 symbolic link (subdirectory or entry) leading out of the private directory, a

@@ -1,4 +1,4 @@
-"""CPU tests of concurrency (issue 10): first calls of new ops in many threads
+"""CPU tests of concurrency: first calls of new ops in many threads
 and processes at once, and Triton's interpreter next to its code generator.
 
 * The write analysis (is each written tensor declared in mutates_args?) runs

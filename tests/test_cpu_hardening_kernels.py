@@ -1,5 +1,5 @@
 """CPU: the example ops take strided and expanded arguments right or refuse them, and compute the
-dtypes torch computes or refuse them (issue 10), through Triton's interpreter. The cases are in
+dtypes torch computes or refuse them, through Triton's interpreter. The cases are in
 kernel_hardening_cases.py, shared with test_gpu_hardening_kernels.py."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""CPU tests of native autograd's traced parts (issue 14): what a forward plan
+"""CPU tests of native autograd's traced parts: what a forward plan
 keeps for its backward (setup_context traced into a BackwardSpec), the gradient
 op (the registered backward as a tile op: its schema, its plans, its eager body
 against the autograd.Function path), and the refusals that keep the Python path.

@@ -1,4 +1,4 @@
-"""The package's structure (issue 11): imports between torch_tile's modules form
+"""The package's structure: imports between torch_tile's modules form
 no cycle, and none is written inside a function (where it would hide one).
 Imports under ``if TYPE_CHECKING:`` (annotations only) never run and are not
 counted."""

@@ -1,4 +1,4 @@
-"""CPU tests of the launch-plan format (issue 11): one definition in C++ that
+"""CPU tests of the launch-plan format: one definition in C++ that
 Python takes its kinds from, typed plan objects, and the serialized form
 (versioned, checksummed, refused when corrupt, truncated or of another
 version). GPU counterpart: a plan loaded from bytes runs like the traced one

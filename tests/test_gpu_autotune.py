@@ -1,4 +1,4 @@
-"""GPU tests of @triton.autotune kernels in op bodies (issue 5, item 3): real
+"""GPU tests of @triton.autotune kernels in op bodies: real
 timing on the first call of a key, the choice reused natively and by a fresh
 process (disk), arguments the kernel writes left as if it ran once, and a clear
 error for a new key during CUDA-graph capture. Device machine only."""

@@ -1,4 +1,4 @@
-"""GPU tests of issue 4: a fresh process starts warm from the disk cache
+"""GPU tests: a fresh process starts warm from the disk cache
 (without compiling), and one process serves two GPUs (modules, device guard
 and streams per device). Device machine only."""
 

@@ -1,6 +1,6 @@
 """GPU tests: bad calls on the CUDA path (the C++ kernel) get a clear exception
 naming op and argument, never a silently wrong result, and the process keeps
-working (issue 10). CPU counterparts: tests/test_cpu_hardening.py."""
+working. CPU counterparts: tests/test_cpu_hardening.py."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""GPU tests of concurrency (issue 10; device machine, skipped without CUDA):
+"""GPU tests of concurrency (device machine, skipped without CUDA):
 first calls of new ops in 32 threads at once on CUDA tensors, then warm calls,
 every result checked against torch and every variant compiled exactly once;
 and first calls that compile while another thread runs Triton's interpreter.

@@ -1,5 +1,5 @@
 """CUDA: the example ops take strided and expanded arguments right or refuse them, and compute the
-dtypes torch computes or refuse them (issue 10), on the native path, where a plan traced for one call
+dtypes torch computes or refuse them, on the native path, where a plan traced for one call
 serves the next ones that pass its guards. The cases are in kernel_hardening_cases.py, shared with
 test_cpu_hardening_kernels.py; bfloat16 is tested here only."""
 

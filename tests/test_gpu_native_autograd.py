@@ -1,4 +1,4 @@
-"""GPU tests of native autograd (issue 14): calls that need a gradient get a
+"""GPU tests of native autograd: calls that need a gradient get a
 C++ autograd node whose backward runs the gradient op's plan; what autograd
 promises still holds (gradcheck, double backward, saved-tensor version checks,
 retain_graph, hooks, anomaly mode, opcheck, torch.compile), and the

@@ -1,4 +1,4 @@
-"""GPU tests of serialized plans (issue 11): a plan read back from bytes runs
+"""GPU tests of serialized plans: a plan read back from bytes runs
 exactly like the traced one: no trace, no compile, the same results."""
 
 import pytest

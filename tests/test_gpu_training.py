@@ -1,4 +1,4 @@
-"""GPU tests of training use (issue 3): gradcheck, torch.compile modes and
+"""GPU tests of training use: gradcheck, torch.compile modes and
 dynamic shapes, CUDA-graph capture (including a first call during capture),
 and the training example's loss against pure torch. Device machine only."""
 
@@ -80,7 +80,7 @@ def plus_seven(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_first_call_during_capture_traces_compiles_and_loads_safely():
-    # Measured decision (issue 3): tracing, Triton's compile and cuModuleLoadData
+    # Measured decision: tracing, Triton's compile and cuModuleLoadData
     # inside stream capture succeed, so a first call during capture is allowed.
     x = torch.randn(1000, device="cuda")
     compiles = tt.runtime_counters()["compiles"]
