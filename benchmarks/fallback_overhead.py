@@ -7,7 +7,7 @@ round (median over rounds), each row on its own arguments built alike:
 
   library        the entry's body called directly: the library's own launchers
   disable_dynamo the body under torch._disable_dynamo (every Python entry of torch_tile runs under it)
-  direct         the body under torch_tile's direct_launches() (wrap_triton off, no launch mode)
+  direct         the body under torch_tile's DirectLaunches() (wrap_triton off, no launch mode)
   run_body       _fallback.run_body: the two above, the op-naming context and the result's schema check
   fallback_call  op._fallback_call: run_body, the interpreter-exit bookkeeping, the count and the warn-once check
   torch.ops      the op through the dispatcher: C++ plan selection, then the call into Python
@@ -29,7 +29,7 @@ sys.path[:0] = [os.path.join(HERE, "..", "tests"), HERE]
 from _timing import _synced_seconds, interleaved_us  # noqa: E402
 
 from torch_tile import _fallback  # noqa: E402
-from torch_tile._launch_mode import direct_launches  # noqa: E402
+from torch_tile._launch_mode import DirectLaunches  # noqa: E402
 
 DEFAULT = ("corpus_conch:copy_blocks,liger_corpus:cross_entropy,corpus_conch:scaled_gemm,"
            "corpus_cut_cross_entropy:linear_cross_entropy")
@@ -47,7 +47,7 @@ def rows_for(entry, device) -> dict:
     disabled = torch._disable_dynamo(entry.body)
 
     def under_direct(*args):
-        with direct_launches():
+        with DirectLaunches():
             return entry.body(*args)
 
     calls = {

@@ -287,6 +287,23 @@ def test_a_fallback_body_that_takes_its_own_gradient_runs_with_autograd(device):
     assert str(in_the_op.value).startswith(str(direct.value))
 
 
+def _returns_its_input_past_a_data_read(x: torch.Tensor) -> torch.Tensor:
+    return x if x.sum().item() > float("-inf") else x.clone()
+
+
+def _returns_a_view_of_its_input_past_a_data_read(x: torch.Tensor) -> torch.Tensor:
+    return x[1:] if x.sum().item() > float("-inf") else x.clone()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body", [_returns_its_input_past_a_data_read, _returns_a_view_of_its_input_past_a_data_read])
+def test_a_fallback_may_not_return_an_alias_of_an_input(device, body):
+    """As torch.library requires of every op, a fallback's result too (both paths)."""
+    op = tt.op(f"{NS}::alias_{body.__name__.strip('_')}_{device}", body)
+    with pytest.raises(tt.OpDefinitionError, match=r"return 0 of the body aliases an input; as with torch.library"):
+        op(torch.randn(4, device=device))
+
+
 def test_the_body_s_own_errors_name_the_op():
     @tt.op(f"{NS}::checks_its_input")
     def checks_its_input(x: torch.Tensor) -> torch.Tensor:

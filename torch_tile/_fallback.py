@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from . import _process_locks
+from . import _C, _process_locks
 from ._errors import CallError, KernelError, OpDefinitionError, TraceError
-from ._launch_mode import direct_launches, launch_mode
+from ._launch_mode import DirectLaunches, launch_mode
 from .frontends.triton.interpret import InterpretLaunches
 
 if TYPE_CHECKING:
@@ -68,10 +68,13 @@ def run_body(op: "TileOp", values: tuple, on_cpu: "bool | None" = None) -> objec
         on_cpu = any(t.device.type == "cpu" for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
                      if isinstance(t, torch.Tensor))
     # On CPU tensors, as the op's CPU path runs its body: Triton's interpreter launches the kernels.
-    launches = launch_mode(InterpretLaunches(op)) if on_cpu else direct_launches()
-    with launches, naming_the_op(op, "run in Python for this call"):
-        result = op.call_body(values)
-    return _checked(op, values, result)
+    try:
+        with launch_mode(InterpretLaunches(op)) if on_cpu else DirectLaunches():
+            result = op.call_body(values)
+    except Exception as e:
+        name_the_op(e, op, "run in Python for this call")
+        raise
+    return checked_result(op, values, result)
 
 
 def _body_frame(op: "TileOp", frames: list) -> "traceback.FrameSummary | None":
@@ -118,7 +121,9 @@ def _caller_level() -> int:
     return level
 
 
-def _checked(op: "TileOp", values: tuple, result: object) -> object:
+def checked_result(op: "TileOp", values: tuple, result: object) -> object:
+    """``result`` as the schema returns it, or an OpDefinitionError: a fallback must return what a native plan
+    would (no input, no alias of one, as torch.library requires)."""
     def refuse(message: str):
         raise OpDefinitionError(f"{op.qualname}: {message}")
 
@@ -134,19 +139,14 @@ def _checked(op: "TileOp", values: tuple, result: object) -> object:
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         if len(outputs) != op.num_returns:
             refuse(f"the body returned {len(outputs)} value(s); the schema declares {op.num_returns}")
-    inputs = {_storage(t) for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
-              if isinstance(t, torch.Tensor)}
     for i, out in enumerate(outputs):
         if not isinstance(out, torch.Tensor):
             refuse(f"return {i} of the body is {type(out).__name__}, not a Tensor")
-        if _storage(out) in inputs - {0}:
-            refuse(f"return {i} of the body aliases an input; as with torch.library, ops may not return an alias "
-                   "of an input: return a new tensor (e.g. `.clone()`)")
+    inputs = [t for v in values for t in (v if isinstance(v, (list, tuple)) else (v,)) if isinstance(t, torch.Tensor)]
+    aliased = _C.first_alias(outputs, inputs) if inputs else -1
+    if aliased >= 0:
+        refuse(f"return {aliased} of the body aliases an input; as with torch.library, ops may not return an alias "
+               "of an input: return a new tensor (e.g. `.clone()`)")
     if op.returns_list:
         return outputs
     return outputs[0] if op.num_returns == 1 else tuple(outputs)
-
-
-def _storage(t: torch.Tensor) -> int:
-    return t.untyped_storage().data_ptr()
-

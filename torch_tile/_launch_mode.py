@@ -190,14 +190,21 @@ def current_mode() -> Optional[LaunchMode]:
     return getattr(_local, "mode", None)
 
 
-@contextlib.contextmanager
-def direct_launches() -> Iterator[None]:
+class DirectLaunches:
     """Launches made inside run on the GPU as usual, by their own launchers (autotuning's timing runs during a
-    trace; a body run per call where its plan is a fallback, ``wrap_triton`` launches included)."""
-    previous = getattr(_local, "mode", None)
-    _local.mode = None
-    try:
-        with set_wrap_triton_enabled(False):
-            yield
-    finally:
-        _local.mode = previous
+    trace; a body run per call where its plan is a fallback, ``wrap_triton`` launches included). A class, not a
+    generator: a fallback call enters it on every call."""
+
+    __slots__ = ("_mode", "_wrap_triton")
+
+    def __enter__(self) -> None:
+        self._mode = getattr(_local, "mode", None)
+        _local.mode = None
+        self._wrap_triton = set_wrap_triton_enabled(False)
+        self._wrap_triton.__enter__()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._wrap_triton.__exit__(*exc)
+        finally:
+            _local.mode = self._mode
