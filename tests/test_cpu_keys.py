@@ -11,6 +11,9 @@ exactly as ``JITFunction.run`` does, for an sm_90 target. Both must agree
 (constexpr values including their Python type).
 """
 
+import hashlib
+import json
+
 import pytest
 import torch
 import triton
@@ -18,6 +21,7 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import kernels as K
+from torch_tile.frontends import STABLE_ID_SCHEME, stable_id
 from torch_tile.frontends.triton.compile import specialize
 
 from triton_reference import CAPABILITY, capture_launches, triton_specialization
@@ -383,3 +387,12 @@ def test_a_registered_kernel_object_stays_alive_so_its_id_is_never_reused():
     del twin
     gc.collect()
     assert alive() is not None and replacement is not None
+
+
+def test_stable_ids_follow_their_documented_scheme():
+    """Ids persist in plans and bundles: scheme 1 is pinned (a change must come with new format versions)."""
+    parts = ("cuda kernel", "__global__ void k() {}", "k", ["-O3"], False)
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert STABLE_ID_SCHEME == 1
+    assert stable_id(*parts) == int(digest[:16], 16) >> 1 == 730401020564476083
+    assert 0 <= stable_id("x") < 2**63

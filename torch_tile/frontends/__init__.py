@@ -4,15 +4,23 @@ specialization key when the native runtime asks (registered with
 ``_C.register_frontend``): ``triton`` (``@triton.jit`` kernels), ``cuda``
 (CUDA C++ compiled with NVRTC) and ``cutile`` (cuTile kernels)."""
 
+import hashlib
+import json
 from typing import Any
 
-from .. import _C, _disk_cache, _process_locks
+from .. import _C, _process_locks
+
+# Kernel and launch-configuration ids are persisted (specialization keys, serialized plans, bundles), so their
+# hash is their own, independent of the disk cache's keys: scheme 1 is the first 64 bits of the SHA-256 of the
+# parts' canonical JSON (sorted keys, no spaces), shifted right by one (a non-negative int64). A new scheme
+# changes every persisted id: it goes with new plan and bundle format versions.
+STABLE_ID_SCHEME = 1
 
 
 def stable_id(*parts) -> int:
-    """A 63-bit id from the SHA-256 of JSON parts: the same in every process (kernel and launch configuration
-    ids, which specialization keys, serialized plans and bundles name)."""
-    return int(_disk_cache.content_key(*parts)[:16], 16) >> 1
+    """The id of JSON-serialisable ``parts`` (scheme ``STABLE_ID_SCHEME``): the same in every process."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16) >> 1
 
 
 # A compile callback asked for a configuration this process never traced (frontends' shared message).
