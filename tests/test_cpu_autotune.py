@@ -15,12 +15,12 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import TraceError, _disk_cache
-from torch_tile._tracer import Tracer
-from torch_tile.frontends.triton import autotune
+
+from torch_tile.frontends.triton import autotune, tuning
 from torch_tile.frontends.triton.kernels import launch_config
 
 NS = "tt_cpu_autotune"
-_REAL_CAN_TUNE = Tracer._can_tune
+_REAL_CAN_TUNE = tuning.can_tune
 CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4),
            triton.Config({"BLOCK": 256}, num_warps=8)]
 
@@ -81,7 +81,7 @@ def timed(monkeypatch, tmp_path):
     for tuner in (TUNED, PRUNED):
         monkeypatch.setattr(tuner, "cache", {})  # Triton's own in-memory choices: each test tunes afresh
         monkeypatch.setitem(vars(tuner), "do_bench", do_bench)  # over its cached property, which needs a GPU
-    monkeypatch.setattr(Tracer, "_can_tune", lambda self: True)
+    monkeypatch.setattr(tuning, "can_tune", lambda tracer: True)
     monkeypatch.setattr(autotune, "device_name", lambda device: "test device")
     yield Timer
     _disk_cache.configure(None)
@@ -156,7 +156,7 @@ def test_no_timing_during_graph_capture(timed, monkeypatch):
 def test_fake_tensors_never_time(timed, monkeypatch):
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    monkeypatch.setattr(Tracer, "_can_tune", _REAL_CAN_TUNE)  # the real check: fake tensors cannot be timed
+    monkeypatch.setattr(tuning, "can_tune", _REAL_CAN_TUNE)  # the real check: fake tensors cannot be timed
     with FakeTensorMode():
         out = torch.ops.tt_cpu_autotune.add(torch.empty(5000), torch.empty(5000))
     assert out.shape == (5000,) and timed.benched == []
@@ -258,7 +258,7 @@ def _expected_choice(tuner, x) -> dict:
 
 def _tuned(tmp_path, monkeypatch, tuner, timings):
     _disk_cache.configure(str(tmp_path / "cache"))
-    monkeypatch.setattr(Tracer, "_can_tune", lambda self: True)
+    monkeypatch.setattr(tuning, "can_tune", lambda tracer: True)
     monkeypatch.setattr(autotune, "device_name", lambda device: "test device")
     monkeypatch.setitem(vars(tuner), "do_bench", _by_block(timings))
     monkeypatch.setattr(tuner, "cache", {})

@@ -26,6 +26,7 @@ from torch_tile._errors import TraceError
 from torch_tile._plan import BindingKind
 from torch_tile.frontends.triton.compile import _compile_callback
 from torch_tile.frontends.triton.kernels import launch_config
+from torch_tile.frontends.triton import tuning
 
 import tma_ops as T
 from conftest import requires_interpreter_scalar_loops
@@ -282,7 +283,6 @@ def test_autotune_timing_runs_get_real_descriptors_with_each_configs_block_shape
     re-blocked by that config's pre_hook, and a concrete grid; the trace then
     keeps the fastest config."""
     from torch_tile import _disk_cache
-    from torch_tile._tracer import Tracer
     from torch_tile.frontends.triton import autotune
     from torch_tile.frontends.triton.interpret import InterpretLaunches
 
@@ -299,7 +299,7 @@ def test_autotune_timing_runs_get_real_descriptors_with_each_configs_block_shape
 
     tuner = K.matmul_tma_kernel
     _disk_cache.configure(str(tmp_path / "cache"))
-    monkeypatch.setattr(Tracer, "_can_tune", lambda self: True)
+    monkeypatch.setattr(tuning, "can_tune", lambda tracer: True)
     monkeypatch.setattr(InterpretLaunches, "launch", record)
     monkeypatch.setitem(vars(tuner), "do_bench", do_bench)
     monkeypatch.setattr(tuner, "cache", {})

@@ -35,6 +35,7 @@ from torch_tile import _C, _disk_cache
 from torch_tile._codegen_lock import ReadersWriterLock
 from torch_tile.frontends.triton import writes
 from torch_tile.kernels import pdl_layer_norm
+from torch_tile.frontends.triton.frontend import analysed_writes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREADS = 32
@@ -212,7 +213,8 @@ def test_first_and_warm_calls_of_new_ops_in_32_threads(cache):
 
     run_at_once(work)
     for op, _ in ops:  # one launch configuration each
-        assert list(op._written.values()) == [frozenset({("y_ptr",) if op.mutated_args else ("out_ptr",)})]
+        written = frozenset({("y_ptr",) if op.mutated_args else ("out_ptr",)})
+        assert list(analysed_writes(op.qualname).values()) == [written]
     analyses = sorted(meta["written"] for meta in _analysis_entries(cache))
     assert analyses == [[["out_ptr"]]] * 6 + [[["y_ptr"]]] * 2  # one entry per configuration, all right
 
@@ -236,7 +238,7 @@ def trace_finds_the_undeclared_write(op) -> None:
 def test_undeclared_writes_are_still_found_in_32_threads(cache):
     writes_x = undeclared_write_op()
     run_at_once(lambda i: trace_finds_the_undeclared_write(writes_x))
-    assert list(writes_x._written.values()) == [frozenset({("out_ptr",)})]
+    assert list(analysed_writes(writes_x.qualname).values()) == [frozenset({("out_ptr",)})]
 
 
 # -- Python source parsed one thread at a time --------------------------------------------------------
@@ -276,7 +278,7 @@ def racy_ast_parse(monkeypatch):
 def test_undeclared_writes_are_found_when_python_parsing_is_not_thread_safe(cache, racy_ast_parse):
     writes_x = undeclared_write_op()
     run_at_once(lambda i: trace_finds_the_undeclared_write(writes_x), threads=8)
-    assert list(writes_x._written.values()) == [frozenset({("out_ptr",)})]
+    assert list(analysed_writes(writes_x.qualname).values()) == [frozenset({("out_ptr",)})]
 
 
 def test_new_kernels_are_traced_in_threads_when_python_parsing_is_not_thread_safe(cache, racy_ast_parse):
@@ -307,9 +309,9 @@ def test_an_analysis_that_raises_is_reported_retried_and_never_remembered(cache,
     writes_x = undeclared_write_op()
     with pytest.warns(RuntimeWarning, match=r"could not analyse which tensors add_kernel writes \(SystemError"):
         writes_x.trace(torch.randn(10), torch.randn(10))  # the declaration is trusted, for this trace only
-    assert writes_x._written == {} and _analysis_entries(cache) == []
+    assert analysed_writes(writes_x.qualname) == {} and _analysis_entries(cache) == []
     trace_finds_the_undeclared_write(writes_x)  # analysed again
-    assert len(calls) == 2 and list(writes_x._written.values()) == [frozenset({("out_ptr",)})]
+    assert len(calls) == 2 and list(analysed_writes(writes_x.qualname).values()) == [frozenset({("out_ptr",)})]
     assert [meta["written"] for meta in _analysis_entries(cache)] == [[["out_ptr"]]]  # leaf paths
 
 
@@ -369,8 +371,8 @@ def test_first_traces_work_while_another_thread_interprets():
         x = torch.randn(1000)
         add.trace(x, x)
         axpy_.trace(x, x, 2.0)
-        assert list(add._written.values()) == [frozenset({("out_ptr",)})]
-        assert list(axpy_._written.values()) == [frozenset({("y_ptr",)})]
+        assert list(analysed_writes(add.qualname).values()) == [frozenset({("out_ptr",)})]
+        assert list(analysed_writes(axpy_.qualname).values()) == [frozenset({("y_ptr",)})]
 
     _next_to_interpretation(first_trace, rounds=6)
 
@@ -392,18 +394,18 @@ def _asm_op(kernel):
 def test_a_kernel_with_side_effect_asm_is_not_analysed_and_nothing_is_stored(cache):
     asm = _asm_op(side_effect_asm_kernel)
     asm.trace(torch.randn(100).view(torch.int32))  # the declaration (none) is trusted
-    assert list(asm._written.values()) == [None]
+    assert list(analysed_writes(asm.qualname).values()) == [None]
     assert _analysis_entries(cache) == []
     pure = _asm_op(pure_asm_kernel)  # pure asm touches no memory: analysable, and stored
     pure.trace(torch.randn(100).view(torch.int32))
-    assert list(pure._written.values()) == [frozenset({("out_ptr",)})]
+    assert list(analysed_writes(pure.qualname).values()) == [frozenset({("out_ptr",)})]
     assert [meta["written"] for meta in _analysis_entries(cache)] == [[["out_ptr"]]]
 
 
 def test_pdl_kernels_are_not_analysed_and_nothing_is_stored(cache):
     x, w, b = torch.randn(8, 100), torch.randn(100), torch.randn(100)
     pdl_layer_norm.layer_norm_pdl.trace(x, w, b, 1e-5, device=torch.device("cuda"))  # griddepcontrol asm
-    assert None in pdl_layer_norm.layer_norm_pdl._written.values()
+    assert None in analysed_writes(pdl_layer_norm.layer_norm_pdl.qualname).values()
     assert _analysis_entries(cache) == []
 
 
@@ -419,8 +421,8 @@ def test_the_analysis_calls_neither_of_torchs_guessing_entry_points(monkeypatch)
     x = torch.randn(100)
     add.trace(x, x)
     axpy_.trace(x, x, 1.0)
-    assert list(add._written.values()) == [frozenset({("out_ptr",)})]
-    assert list(axpy_._written.values()) == [frozenset({("y_ptr",)})]
+    assert list(analysed_writes(add.qualname).values()) == [frozenset({("out_ptr",)})]
+    assert list(analysed_writes(axpy_.qualname).values()) == [frozenset({("y_ptr",)})]
 
 
 def test_the_analysis_target_is_sm90_without_a_gpu(monkeypatch):

@@ -85,4 +85,4 @@ def test_module_imports_form_no_cycle():
 def test_the_graph_is_read():
     graph = _imports()
     assert "torch_tile._plan" in graph["torch_tile._expr"][0]
-    assert "torch_tile.frontends.triton.record" in graph["torch_tile._tracer"][0]
+    assert "torch_tile.frontends.frontend" in graph["torch_tile._tracer"][0]

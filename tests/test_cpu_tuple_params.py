@@ -34,6 +34,8 @@ from torch_tile.frontends.triton import autotune
 from torch_tile.frontends.triton.compile import _compile_callback, specialize
 from torch_tile.frontends.triton.kernels import config_fingerprint, launch_config
 from torch_tile.frontends.triton.writes import written_parameters
+from torch_tile.frontends.triton.frontend import analysed_writes
+from torch_tile.frontends.triton import tuning
 
 import tuple_param_ops as T
 from test_cpu_keys import torch_tile_keys, typed
@@ -389,7 +391,7 @@ def test_an_undeclared_write_through_a_tuple_member_is_refused():
     with pytest.raises(TraceError, match=r"kernel scale_pair_kernel\(pair\[1\]\) writes argument 'y', which the op "
                                          r"does not declare"):
         T.scale_into_undeclared.trace(x, y)
-    T.scale_into_undeclared._written.clear()  # again from the analysis in the disk cache
+    analysed_writes(T.scale_into_undeclared.qualname).clear()  # again from the analysis in the disk cache
     with pytest.raises(TraceError, match=r"scale_pair_kernel\(pair\[1\]\) writes argument 'y'"):
         T.scale_into_undeclared.trace(x, y)
 
@@ -419,7 +421,7 @@ def _recorded_launches(op, args):
     """(kernel, step, bound stand-in arguments) of each launch a trace records."""
     tracer = Tracer(op, args)
     tracer.run()
-    return tracer._writes
+    return [(kernel, step, arguments) for _, step, (kernel, arguments) in tracer._writes]
 
 
 # -- the CPU interpreter path ----------------------------------------------------------------------------
@@ -475,7 +477,7 @@ def test_autotune_tuning_runs_store_to_clones_of_tuple_members(monkeypatch, tmp_
 
     monkeypatch.setitem(vars(tuner), "do_bench", do_bench)  # over its cached property, which needs a GPU
     monkeypatch.setattr(tuner, "cache", {})
-    monkeypatch.setattr(Tracer, "_can_tune", lambda self: True)
+    monkeypatch.setattr(tuning, "can_tune", lambda tracer: True)
     monkeypatch.setattr(autotune, "device_name", lambda device: "test device")
     _disk_cache.configure(str(tmp_path / "cache"))
     try:

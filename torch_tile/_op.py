@@ -4,25 +4,18 @@ PyTorch operator whose CUDA implementation runs in C++."""
 from __future__ import annotations
 
 import types
-import warnings
 from typing import Callable, Iterable, Optional, Union
 
 import torch
-import triton
 
-from . import _C, _disk_cache, _fallback, _functorch, _interpreter_exit, _op_names, _plan
+from . import _C, _fallback, _functorch, _interpreter_exit, _op_names, _plan
 from ._backward import SavedLayout, gradient_body
 from ._errors import TraceError
 from ._fake import fake_call
 from ._launch_mode import launch_mode
 from ._plan import ArgKind
 from ._tracer import Tracer
-from ._version import __version__
-from .frontends import cutile
-from .frontends.cuda import CudaKernel
 from .frontends.triton.interpret import InterpretLaunches
-from .frontends.triton.kernels import config_fingerprint, launch_config
-from .frontends.triton.writes import ANALYSIS_VERSION, written_parameters
 
 # What the dispatcher and the runtime call in Python (kernels, hooks) is torch_tile's own code, never traced by
 # torch.compile (a graph break would make Dynamo compile it, and meet stand-ins), as torch.library's kernels.
@@ -128,7 +121,6 @@ class TileOp:
         _C.register_autograd(qualname, self.mutated_args, _entry(apply))
         self._gradient_ops: dict[SavedLayout, TileOp] = {}  # by the layout of what the forward keeps
         self._gradient_count = 0
-        self._written: dict[int, Optional[frozenset]] = {}  # launch config id -> parameters written
         # Whether the body calls an autograd.Function (None: no trace has run yet); see differentiates_itself.
         self.body_calls_function: Optional[bool] = None
         self.fallback_calls: dict[str, int] = {}  # why a fallback plan ran the body -> how many calls (explain)
@@ -224,38 +216,6 @@ class TileOp:
     def plan_count(self) -> int:
         """Launch plans traced so far (one per dtype/rank/branch case)."""
         return _C.plan_count(self.qualname)
-
-    def written_parameters(self, kernel, config: int, arguments: dict) -> Optional[frozenset]:
-        """The tensors ``kernel`` writes for a launch configuration, as leaf
-        paths (``(name,)``, or ``(name, i...)`` inside a tuple parameter;
-        analysed once per configuration, and kept in the disk cache); None if
-        it cannot be analysed, and the declaration is trusted. A kernel that is
-        not analysable (``writes.NotAnalysable``) is remembered as such in this
-        process only; an analysis that raised is reported and remembered
-        nowhere: it may be transient, so the next trace analyses again. CUDA C++ and cuTile kernels have no
-        analysis: None."""
-        if isinstance(kernel, CudaKernel) or cutile.is_kernel(kernel):
-            return None
-        if config in self._written:
-            return self._written[config]
-        key = _disk_cache.content_key("writes", ANALYSIS_VERSION, __version__, "triton", triton.__version__,
-                                      config_fingerprint(launch_config(config)))
-        cache = _disk_cache.active()
-        hit = cache.load(key)
-        if hit is not None:
-            written = frozenset(tuple(path) for path in hit[0]["written"])  # JSON keeps tuples as lists
-        else:
-            try:
-                written = written_parameters(kernel, arguments)
-            except Exception as e:  # noqa: BLE001 - an analysis failure must not fail the op: the declaration is trusted
-                warnings.warn(f"torch_tile: {self.qualname}: could not analyse which tensors {kernel.fn.__name__} "
-                              f"writes ({type(e).__name__}: {e}); mutates_args is trusted for this trace",
-                              RuntimeWarning, stacklevel=2)
-                return None
-            if written is not None:  # the disk cache holds real answers only
-                cache.store(key, {"written": sorted(written)})
-        self._written[config] = written
-        return written
 
     @_interpreter_exit.work
     def trace(self, *args, device: Optional[torch.device] = None, **kwargs) -> _C.LaunchPlan:

@@ -16,10 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 import triton
-from torch._subclasses.fake_tensor import is_fake
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
-from triton.runtime.autotuner import Autotuner
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import _C, _aten_record, _descriptors, _escapes, _expr, _plan, _process_locks, _stand_ins, _symbolic_shapes
 from ._aten_record import AtenRecorder
@@ -29,14 +26,12 @@ from ._call_arguments import KERNEL_DTYPES, check_call_arguments
 from ._errors import CallError, OpDefinitionError, TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
 from ._inlined_calls import inlined_calls
-from ._launch_mode import LaunchMode, TuningLaunches, WarmedUpKernel, launch_mode
+from ._launch_mode import LaunchMode, WarmedUpKernel, launch_mode
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
     is_non_overlapping_and_dense
-from ._trace_state import body_location, outside_trace, tracing
-from .frontends import cuda, cutile
-from .frontends.triton import autotune, tuples
-from .frontends.triton.interpret import InterpretLaunches
-from .frontends.triton.record import record_launch
+from ._trace_state import body_location, tracing
+from .frontends.frontend import Frontend, frontend_names, frontend_of
+from .frontends.triton import tuples
 
 if TYPE_CHECKING:
     from ._op import TileOp
@@ -169,7 +164,7 @@ class Tracer(GuardSink, LaunchMode):
         self._aten_writes: list[tuple[int, str]] = []  # (slot, operator) an in-place ATen step writes
         self._aten: Optional[AtenRecorder] = None  # made on the body's first ATen call
         self.host_tensors = HostTensors(self)
-        self._writes: list[tuple[Any, _plan.LaunchStep, dict]] = []  # (kernel, step, bound arguments) per launch
+        self._writes: list[tuple[Frontend, _plan.LaunchStep, Any]] = []  # (frontend, step, its writes) per launch
         self.device: Optional[torch.device] = None
         check_call_arguments(op, args)
         # Input tensors by slot: the tensor arguments at their own index, then
@@ -572,78 +567,15 @@ class Tracer(GuardSink, LaunchMode):
     def launch(self, kernel, grid, args, kwargs):
         self._parse_candidates.clear()
         args, kwargs = self.host_tensors.on_device((args, kwargs))
-        if isinstance(kernel, cuda.CudaKernel):
-            step, arguments = cuda.record.record_launch(self, kernel, grid, kwargs.pop("block"), args, **kwargs), None
-        elif cutile.is_kernel(kernel):
-            step, arguments = cutile.record_launch(self, kernel, grid, args, kwargs), None
-        else:
-            if isinstance(kernel, Autotuner):
-                kernel, kwargs = self._autotuned(kernel, grid, args, kwargs)
-            step, arguments = record_launch(self, kernel, grid, args, kwargs)
+        frontend = frontend_of(kernel)
+        if frontend is None:
+            raise self.error(f"{kernel!r} is launched like a kernel, but is not one of any frontend "
+                             f"({', '.join(frontend_names())})")
+        step, written = frontend.record_launch(self, kernel, grid, args, kwargs)
         self.launches.append(step)
         self._made(_plan.StepKind.LAUNCH, len(self.launches) - 1)
-        self._writes.append((kernel, step, arguments))
+        self._writes.append((frontend, step, written))
         return None
-
-    def _autotuned(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
-        """The @triton.jit kernel under ``tuner`` and the launch kwargs with the
-        config chosen for this call's tuning key (see frontends/triton/autotune.py)."""
-        jit = autotune.base_kernel(tuner, self.error)
-        named = {**dict(zip(jit.arg_names, args)), **{k: v for k, v in kwargs.items() if k in jit.arg_names}}
-        tune = self._tuning_run(tuner, grid, args, kwargs) if self._can_tune() else None
-        config = autotune.choose(tuner, named, kwargs, self.device, tune, self.error)
-        if config.pre_hook is not None:
-            # Runs once, here, on the stand-ins: what it sets (typically the
-            # block shapes of tensor descriptors, as in Triton's TMA tutorials)
-            # enters the plan; work on tensors becomes plan steps.
-            try:
-                config.pre_hook({**named, **kwargs, **config.all_kwargs()})
-            except TraceError as e:
-                raise self.error(f"the pre_hook of autotune config {config} of {jit.fn.__name__} can only set "
-                                 f"launch arguments such as descriptor block shapes: {e}") from None
-        return jit, autotune.with_heuristics(tuner, args, {**kwargs, **config.all_kwargs()})
-
-    def _can_tune(self) -> bool:
-        """Tuning runs kernels: it needs the call's real CUDA tensors (not fake, meta or CPU ones)."""
-        if self.device.type != "cuda":
-            return False
-        with _pop_mode_temporarily():  # the tracing mode would take .device for a body's torch call
-            tensors = list(self._input_values.values())
-            return all(t.device.type == "cuda" and not is_fake(t) for t in tensors)
-
-    def _tuning_run(self, tuner: Autotuner, grid, args: tuple, kwargs: dict):
-        """The autotuner's own run on the call's real arguments (inputs cloned, so nothing the call sees is
-        written; temporary outputs), outside the tracing modes; returns the config it chose."""
-        def real(value, name: str):
-            if isinstance(value, tuple):
-                return tuples.map_leaves(lambda leaf: real(leaf, name), value)
-            if isinstance(value, TensorProxy):
-                if value._slot < self.num_inputs:
-                    return self._input_values[value._slot].clone()
-                m = value._meta
-                return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
-            if isinstance(value, TensorDescriptor):
-                kernel = autotune.base_kernel(tuner, self.error).fn.__name__
-                where = f"{self.op.qualname}: tensor descriptor '{name}' of kernel {kernel}"
-                return _descriptors.concrete_descriptor(value, real(value.base, name), where)
-            return concrete(value)
-
-        def real_grid(meta):  # the body's grid may close over its sizes: read without guards
-            return tuple(concrete(g) for g in (grid(meta) if callable(grid) else grid))
-
-        def tune():
-            leaves = None if self.device.type == "cuda" else InterpretLaunches(self.op)
-            with launch_mode(TuningLaunches(leaves)), _pop_mode_temporarily(), outside_trace():
-                names = tuner.arg_names
-                real_args = [real(a, n) for n, a in zip(names, args)]
-                real_kwargs = {k: real(v, k) for k, v in kwargs.items()}
-                tuner.best_config = None
-                tuner.run(*real_args, grid=real_grid, warmup=False, **real_kwargs)
-                if tuner.best_config is None:
-                    raise TraceError(f"{type(tuner).__name__}.run chose no config (best_config is not set)")
-                return tuner.best_config
-
-        return tune
 
     def warmup_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """``kernel.warmup(...)`` in a body (the Triton tutorials read ``n_regs``
@@ -696,15 +628,13 @@ class Tracer(GuardSink, LaunchMode):
         for slot, operator in self._aten_writes:
             if self.root_slot(slot) < self.num_inputs:
                 written.setdefault(self._input_argument[self.root_slot(slot)], operator)
-        for kernel, step, arguments in self._writes:
-            params = self.op.written_parameters(kernel, step.config, arguments)
-            if params is None:
+        for frontend, step, launch_writes in self._writes:
+            stored = frontend.written_tensors(self.op.qualname, step, launch_writes)
+            if stored is None:
                 return  # not analysable: trust the declaration
-            for path in params:
-                value = _descriptors.tensor_of(tuples.at(arguments, path))  # a descriptor store writes its base
+            for label, value in stored:
                 if isinstance(value, TensorProxy) and self.root_slot(value._slot) < self.num_inputs:
-                    written.setdefault(self._input_argument[self.root_slot(value._slot)],
-                                       f"kernel {kernel.fn.__name__}({tuples.leaf_name(path[0], path[1:])})")
+                    written.setdefault(self._input_argument[self.root_slot(value._slot)], label)
         declared = set(self.op.mutated_args)
         names = self.op.arg_names
         undeclared = sorted(set(written) - declared)

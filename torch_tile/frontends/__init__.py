@@ -2,7 +2,8 @@
 steps while a body is traced, and compiles a kernel variant from its
 specialization key when the native runtime asks (registered with
 ``_C.register_frontend``): ``triton`` (``@triton.jit`` kernels), ``cuda``
-(CUDA C++ compiled with NVRTC) and ``cutile`` (cuTile kernels)."""
+(CUDA C++ compiled with NVRTC) and ``cutile`` (cuTile kernels). ``frontend.py`` is the interface they
+implement and their registry."""
 
 import hashlib
 import json
@@ -74,3 +75,7 @@ class KernelRegistry:
             name = getattr(kernel, "name", None) or getattr(getattr(kernel, "_pyfunc", None), "__name__", kid)
             raise LookupError(f"torch_tile: {kind} {name}: " + UNKNOWN_CONFIG.format(cid=cid))
         return config
+
+
+# The frontends, each registering itself (its Frontend object) on import; asked in this order.
+from . import cuda, cutile, triton  # noqa: E402, F401

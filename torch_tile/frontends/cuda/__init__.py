@@ -24,5 +24,6 @@ Not yet: the CPU debug path (CUDA C++ has no interpreter), and the write analysi
 from .compile import CompiledCuda, CudaKernel, cuda_include_dirs
 from .kernels import register
 from .record import ctype
+from .frontend import FRONTEND
 
-__all__ = ["CompiledCuda", "CudaKernel", "ctype", "cuda_include_dirs", "register"]
+__all__ = ["FRONTEND", "CompiledCuda", "CudaKernel", "ctype", "cuda_include_dirs", "register"]

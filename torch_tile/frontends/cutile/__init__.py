@@ -21,5 +21,6 @@ than through a guard (they are specialised).
 
 from .kernels import is_kernel, register
 from .record import record_launch
+from .frontend import FRONTEND
 
-__all__ = ["is_kernel", "record_launch", "register"]
+__all__ = ["FRONTEND", "is_kernel", "record_launch", "register"]

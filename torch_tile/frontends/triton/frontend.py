@@ -1,0 +1,83 @@
+"""The Triton frontend as torch_tile's tracer sees it: ``@triton.jit`` kernels (and the ``@triton.autotune`` /
+``@triton.heuristics`` stacks over them) launched in bodies."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional
+
+import triton
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import KernelInterface
+
+from ... import _descriptors, _disk_cache, _process_locks
+from ..._version import __version__
+from ..frontend import Frontend, register_frontend
+from . import record, tuning, tuples
+from .kernels import config_fingerprint, launch_config
+from .writes import ANALYSIS_VERSION, written_parameters
+
+_analysed_lock = _process_locks.lock()
+# Per op: launch config id -> parameters written (None: not analysable).
+_analysed: dict[str, dict[int, Optional[frozenset]]] = {}
+
+
+def analysed_writes(qualname: str) -> dict[int, Optional[frozenset]]:
+    """What this process has analysed of the op's launches (config id -> written parameters; a live view)."""
+    with _analysed_lock:
+        return _analysed.setdefault(qualname, {})
+
+
+class TritonFrontend(Frontend):
+    name = "triton"
+
+    def is_kernel(self, obj: Any) -> bool:
+        return isinstance(obj, KernelInterface)
+
+    def record_launch(self, tracer, kernel, grid, args, kwargs):
+        if isinstance(kernel, Autotuner):
+            kernel, kwargs = tuning.autotuned(tracer, kernel, grid, args, kwargs)
+        step, arguments = record.record_launch(tracer, kernel, grid, args, kwargs)
+        return step, (kernel, arguments)
+
+    def written_tensors(self, qualname: str, step, written) -> Optional[list[tuple[str, Any]]]:
+        kernel, arguments = written
+        params = _written_parameters(qualname, kernel, step.config, arguments)
+        if params is None:
+            return None
+        # A store through a tensor descriptor writes its base tensor.
+        return [(f"kernel {kernel.fn.__name__}({tuples.leaf_name(path[0], path[1:])})",
+                 _descriptors.tensor_of(tuples.at(arguments, path))) for path in params]
+
+
+def _written_parameters(qualname: str, kernel, config: int, arguments: dict) -> Optional[frozenset]:
+    """The parameters ``kernel`` stores to for a launch configuration, as leaf paths (``(name,)``, or
+    ``(name, i...)`` inside a tuple parameter); analysed once per configuration and kept in the disk cache. None
+    if it cannot be analysed (remembered in this process only); an analysis that raised is reported and
+    remembered nowhere: it may be transient, so the next trace analyses again."""
+    known = analysed_writes(qualname)
+    with _analysed_lock:
+        if config in known:
+            return known[config]
+    key = _disk_cache.content_key("writes", ANALYSIS_VERSION, __version__, "triton", triton.__version__,
+                                  config_fingerprint(launch_config(config)))
+    cache = _disk_cache.active()
+    hit = cache.load(key)
+    if hit is not None:
+        written = frozenset(tuple(path) for path in hit[0]["written"])  # JSON keeps tuples as lists
+    else:
+        try:
+            written = written_parameters(kernel, arguments)
+        except Exception as e:  # noqa: BLE001 - an analysis failure must not fail the op: the declaration is trusted
+            warnings.warn(f"torch_tile: {qualname}: could not analyse which tensors {kernel.fn.__name__} writes "
+                          f"({type(e).__name__}: {e}); mutates_args is trusted for this trace", RuntimeWarning,
+                          stacklevel=2)
+            return None
+        if written is not None:  # the disk cache holds real answers only
+            cache.store(key, {"written": sorted(written)})
+    with _analysed_lock:
+        known[config] = written
+    return written
+
+
+FRONTEND = register_frontend(TritonFrontend())
