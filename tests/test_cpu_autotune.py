@@ -233,7 +233,8 @@ def test_stacked_triton_decorators_launch(kernel):
 
 def _triton_choice(tuner, x):
     """What Triton's own autotuner chooses for ``x`` (its launches interpreted), on a fresh cache."""
-    from torch_tile._launch_mode import TuningLaunches, launch_mode
+    from torch_tile._launch_mode import launch_mode
+    from torch_tile.frontends.triton.launches import TuningLaunches
     from torch_tile.frontends.triton.interpret import InterpretLaunches
 
     tuner.cache.clear()

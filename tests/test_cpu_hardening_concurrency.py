@@ -32,7 +32,7 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import _C, _disk_cache
-from torch_tile._codegen_lock import ReadersWriterLock
+from torch_tile.frontends.triton.codegen_lock import ReadersWriterLock
 from torch_tile.frontends.triton import writes
 from torch_tile.kernels import pdl_layer_norm
 from torch_tile.frontends.triton.frontend import analysed_writes

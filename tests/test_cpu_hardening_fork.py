@@ -23,7 +23,8 @@ import triton.language as tl
 from triton.runtime.jit import JITFunction
 
 import torch_tile as tt
-from torch_tile import _C, _codegen_lock, _disk_cache
+from torch_tile import _C, _disk_cache
+from torch_tile.frontends.triton import codegen_lock
 
 CHILD_TIMEOUT = 120
 _fresh = itertools.count()
@@ -185,7 +186,7 @@ def torch_tile_locks() -> dict:
                 if isinstance(v, LOCK_TYPES):
                     seen.add(id(v))
                     found[where] = lambda lock=v: lock
-                elif isinstance(v, _codegen_lock.ReadersWriterLock):
+                elif isinstance(v, codegen_lock.ReadersWriterLock):
                     seen.add(id(v))
                     found[where + " (shared)"] = v.shared
                     found[where + " (exclusive)"] = v.exclusive
@@ -194,7 +195,8 @@ def torch_tile_locks() -> dict:
 
 def test_the_audit_finds_the_locks_it_should():
     where = torch_tile_locks()
-    for expected in ("torch_tile._codegen_lock._lock (exclusive)", "torch_tile._codegen_lock._parsing",
+    for expected in ("torch_tile.frontends.triton.codegen_lock._lock (exclusive)",
+                     "torch_tile.frontends.triton.codegen_lock._parsing",
                      "torch_tile._disk_cache._active_lock", "torch_tile._disk_cache._active._lock",
                      "torch_tile._launch_mode._patch_lock", "torch_tile.frontends.triton.kernels._registry.lock",
                      "torch_tile.frontends.cuda.kernels.REGISTRY._lock"):

@@ -29,7 +29,7 @@ import torch
 from . import _C, _process_locks
 from ._errors import CallError, KernelError, OpDefinitionError, TraceError
 from ._launch_mode import DirectLaunches, launch_mode
-from .frontends.triton.interpret import InterpretLaunches
+from .frontends.frontend import InterpretLaunches
 
 if TYPE_CHECKING:
     from ._op import TileOp

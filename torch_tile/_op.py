@@ -15,7 +15,7 @@ from ._fake import fake_call
 from ._launch_mode import launch_mode
 from ._plan import ArgKind
 from ._tracer import Tracer
-from .frontends.triton.interpret import InterpretLaunches
+from .frontends.frontend import InterpretLaunches
 
 # What the dispatcher and the runtime call in Python (kernels, hooks) is torch_tile's own code, never traced by
 # torch.compile (a graph break would make Dynamo compile it, and meet stand-ins), as torch.library's kernels.

@@ -15,10 +15,9 @@ import weakref
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
-import triton
-from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
+from torch.overrides import TorchFunctionMode
 
-from . import _C, _aten_record, _descriptors, _escapes, _expr, _plan, _process_locks, _stand_ins, _symbolic_shapes
+from . import _C, _aten_record, _escapes, _expr, _plan, _stand_ins, _symbolic_shapes
 from ._aten_record import AtenRecorder
 from ._host_values import HostTensors, makes_host_tensor
 from ._backward import native_spec
@@ -26,12 +25,11 @@ from ._call_arguments import KERNEL_DTYPES, check_call_arguments
 from ._errors import CallError, OpDefinitionError, TraceError, TraceOverflowError
 from ._expr import GuardSink, Op, SymbolicInt
 from ._inlined_calls import inlined_calls
-from ._launch_mode import LaunchMode, WarmedUpKernel, launch_mode
+from ._launch_mode import LaunchMode, launch_mode
 from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
     is_non_overlapping_and_dense
 from ._trace_state import body_location, tracing
-from .frontends.frontend import Frontend, frontend_names, frontend_of
-from .frontends.triton import tuples
+from .frontends.frontend import Frontend, frontend_names, frontend_of, frontends_tracing
 
 if TYPE_CHECKING:
     from ._op import TileOp
@@ -78,25 +76,6 @@ class _FactoryMode(TorchFunctionMode):
         return self.tracer.torch_function(func, args, kwargs or {})
 
 
-# Kept at module level: newer Triton makes it a descriptor, which a class
-# attribute would bind as a method.
-_original_next_power_of_2 = triton.next_power_of_2
-
-
-def _install_symbolic_triton_helpers() -> None:
-    triton.next_power_of_2 = _expr.next_power_of_2
-    _descriptors.install_traced_post_init()
-
-
-def _restore_triton_helpers() -> None:
-    triton.next_power_of_2 = _original_next_power_of_2
-    _descriptors.restore_post_init()
-
-
-# Triton helpers that understand stand-ins while bodies trace: a next_power_of_2 that stays one opcode, and
-# TensorDescriptor checks that leave the data checks to launch time (_descriptors.py). Both behave exactly as
-# Triton's for real values, so overlap with other threads is harmless.
-_symbolic_triton_helpers = _process_locks.ScopedPatch(_install_symbolic_triton_helpers, _restore_triton_helpers)
 
 
 def _returned(result) -> list:
@@ -136,6 +115,8 @@ class _DeferredZeros(TensorProxy):
 
 class Tracer(GuardSink, LaunchMode):
     """Runs an op body once on stand-ins and returns its launch plan."""
+
+    records = True
 
     def __init__(self, op: "TileOp", args: tuple, device: Optional[torch.device] = None, backward: bool = True):
         """``device``: the device the stand-ins report (default: the first
@@ -577,25 +558,6 @@ class Tracer(GuardSink, LaunchMode):
         self._writes.append((frontend, step, written))
         return None
 
-    def warmup_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        """``kernel.warmup(...)`` in a body (the Triton tutorials read ``n_regs``
-        and shared memory from it to size a persistent grid): compiled for this
-        call's values, with empty tensors of the stand-ins' layouts. What it
-        returns only tunes the launch; no guard is taken."""
-        def real(value):
-            if isinstance(value, tuple):
-                return tuples.map_leaves(real, value)
-            if isinstance(value, TensorProxy):
-                m = value._meta
-                with _pop_mode_temporarily(), torch._C.DisableTorchFunction():
-                    return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=self.device)
-            return concrete(value)
-
-        return tuple(real(a) for a in args), {k: real(v) for k, v in kwargs.items()}
-
-    def warmed_up(self, kernel, compiled, kwargs: dict):
-        return WarmedUpKernel(self, kernel, compiled, kwargs)
-
     def function_applied(self, function: type) -> None:
         """The body ran ``function.apply`` (an autograd.Function), inline (_inlined_calls.py): calls of the op
         that need a gradient get the Function's own backward."""
@@ -606,7 +568,7 @@ class Tracer(GuardSink, LaunchMode):
         # A tensor subclass's __torch_function__ calls the op with subclass
         # handling disabled, which would hide the stand-ins' own handler.
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
-                _symbolic_triton_helpers, inlined_calls():
+                frontends_tracing(), inlined_calls():
             result = self.op.call_body(self.stand_ins)
             backward = native_spec(self.op, self, result, _returned(result)) if self._with_backward else None
         return self._finish(result, backward)

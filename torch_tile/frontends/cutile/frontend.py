@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..frontend import Frontend, register_frontend
-from . import record
+from . import launches, record  # noqa: F401  (launches: routes ct.launch while bodies run)
 from .kernels import is_kernel
 
 

@@ -19,8 +19,9 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.jit import JITFunction, create_function_from_signature
 
-from ... import _C, _cubin, _descriptors, _disk_cache, _interpreter_exit, _plan, _process_locks
-from ..._codegen_lock import code_generation, source_parsing
+from ... import _C, _cubin, _disk_cache, _interpreter_exit, _plan, _process_locks
+from . import descriptors
+from .codegen_lock import code_generation, source_parsing
 from ..._version import __version__
 from . import tuples
 from .kernels import FRONTEND, LaunchConfig, config_fingerprint, kernel_id, launch_config
@@ -56,7 +57,7 @@ def _representative_leaf(config: LaunchConfig, name: str, kind: K, word: int) ->
     """A value of the parameter (or tuple leaf) ``name`` that Triton specialises as its key word says."""
     if kind in (K.TENSOR, K.TENSORDESC):
         pointer = Pointer(_C.dtype_of_packed(word >> 2), aligned=(word & 3) != W.UNALIGNED)
-        return pointer if kind == K.TENSOR else _descriptors.representative(config.statics[name], pointer)
+        return pointer if kind == K.TENSOR else descriptors.representative(config.statics[name], pointer)
     if kind == K.INT:
         return _INT_REPRESENTATIVE[(word >> 2, word & 3)]
     if kind == K.BOOL:
@@ -175,7 +176,7 @@ def _runtime_params(src: ASTSource, tensordesc_meta, num_bindings: int) -> dict:
     tuple of its leaves' types, flattened depth first as Triton's launcher
     flattens it ("constexpr" leaves, folded into the code, pass nothing)."""
     indices, types, parts, tensor_maps = [], [], [], []
-    descriptors = iter(tensordesc_meta or ())
+    metas = iter(tensordesc_meta or ())
     binding = 0  # the next leaf's binding index
     kernel_name = src.fn.fn.__name__
 
@@ -190,7 +191,7 @@ def _runtime_params(src: ASTSource, tensordesc_meta, num_bindings: int) -> dict:
             return
         where = f"parameter '{name}' of {kernel_name}"
         if isinstance(ty, str) and ty.startswith("tensordesc"):
-            d_types, d_parts, tensor_map = _descriptors.runtime_layout(next(descriptors, None), where)
+            d_types, d_parts, tensor_map = descriptors.runtime_layout(next(metas, None), where)
             indices.extend([i] * len(d_types))
             types.extend(d_types)
             parts.extend(d_parts)

@@ -10,10 +10,11 @@ import triton
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import KernelInterface
 
-from ... import _descriptors, _disk_cache, _process_locks
+from ... import _disk_cache, _expr, _process_locks
 from ..._version import __version__
 from ..frontend import Frontend, register_frontend
-from . import record, tuning, tuples
+from . import descriptors, record, tuning, tuples
+from .interpret import InterpretLaunches
 from .kernels import config_fingerprint, launch_config
 from .writes import ANALYSIS_VERSION, written_parameters
 
@@ -28,6 +29,27 @@ def analysed_writes(qualname: str) -> dict[int, Optional[frozenset]]:
         return _analysed.setdefault(qualname, {})
 
 
+# Kept at module level: newer Triton makes it a descriptor, which a class
+# attribute would bind as a method.
+_original_next_power_of_2 = triton.next_power_of_2
+
+
+def _install_symbolic_triton_helpers() -> None:
+    triton.next_power_of_2 = _expr.next_power_of_2
+    descriptors.install_traced_post_init()
+
+
+def _restore_triton_helpers() -> None:
+    triton.next_power_of_2 = _original_next_power_of_2
+    descriptors.restore_post_init()
+
+
+# Triton helpers that understand stand-ins while bodies trace: a next_power_of_2 that stays one opcode, and
+# TensorDescriptor checks that leave the data checks to launch time (descriptors.py). Both behave exactly as
+# Triton's for real values, so overlap with other threads is harmless.
+_symbolic_triton_helpers = _process_locks.ScopedPatch(_install_symbolic_triton_helpers, _restore_triton_helpers)
+
+
 class TritonFrontend(Frontend):
     name = "triton"
 
@@ -40,6 +62,12 @@ class TritonFrontend(Frontend):
         step, arguments = record.record_launch(tracer, kernel, grid, args, kwargs)
         return step, (kernel, arguments)
 
+    def tracing(self):
+        return _symbolic_triton_helpers
+
+    def interpret(self, op, kernel, grid, args, kwargs):
+        return InterpretLaunches(op).launch(kernel, grid, args, kwargs)
+
     def written_tensors(self, qualname: str, step, written) -> Optional[list[tuple[str, Any]]]:
         kernel, arguments = written
         params = _written_parameters(qualname, kernel, step.config, arguments)
@@ -47,7 +75,7 @@ class TritonFrontend(Frontend):
             return None
         # A store through a tensor descriptor writes its base tensor.
         return [(f"kernel {kernel.fn.__name__}({tuples.leaf_name(path[0], path[1:])})",
-                 _descriptors.tensor_of(tuples.at(arguments, path))) for path in params]
+                 descriptors.tensor_of(tuples.at(arguments, path))) for path in params]
 
 
 def _written_parameters(qualname: str, kernel, config: int, arguments: dict) -> Optional[frozenset]:

@@ -13,10 +13,11 @@ from triton.runtime.autotuner import Autotuner
 from triton.runtime.interpreter import InterpretedFunction, _patch_lang
 from triton.runtime.jit import JITFunction
 
-from ... import _descriptors
-from ..._codegen_lock import interpretation, source_parsing
+from . import descriptors
+from .codegen_lock import interpretation, source_parsing
 from ..._errors import KernelError
 from ..._launch_mode import LaunchMode
+from ..frontend import InterpretLaunches as InterpretedLaunches
 from ..._trace_state import body_location
 from .autotune import base_kernel, choose, with_heuristics
 from .tuples import leaves
@@ -37,7 +38,7 @@ class InterpretLaunches(LaunchMode):
     calls of ordinary JIT functions are therefore routed through an
     ``InterpretedFunction`` and the interpret knob is on. Those patches are
     process-wide, so an interpreted launch holds the code-generation lock
-    exclusively (``_codegen_lock``): no compile runs meanwhile, and interpreted
+    exclusively (``codegen_lock``): no compile runs meanwhile, and interpreted
     launches are serialized.
 
     A kernel that fails there (it does not compile, or fails while it runs) raises a ``KernelError`` naming the
@@ -58,9 +59,8 @@ class InterpretLaunches(LaunchMode):
         return entry[1]
 
     def launch(self, kernel, grid, args, kwargs):
-        if not isinstance(kernel, (JITFunction, Autotuner)):  # e.g. a CUDA C++ kernel: nothing interprets it
-            raise NotImplementedError(f"{kernel!r} cannot run on CPU tensors (the CPU debug path interprets "
-                                      "Triton kernels only): call the op with CUDA tensors")
+        if not isinstance(kernel, (JITFunction, Autotuner)):  # another frontend's kernel: its own interpreter
+            return InterpretedLaunches(self.op).launch(kernel, grid, args, kwargs)
 
         def device_call(jit_fn, *a, **kw):
             # InterpretedFunction.__call__, minus its own (never undone) patch:
@@ -79,7 +79,7 @@ class InterpretLaunches(LaunchMode):
                 config.pre_hook({**named, **kwargs})
             kwargs = with_heuristics(kernel, args, kwargs)
             kernel = jit
-        arguments = [_descriptors.tensor_of(leaf) for a in (*args, *kwargs.values()) for _, leaf in leaves(a)]
+        arguments = [descriptors.tensor_of(leaf) for a in (*args, *kwargs.values()) for _, leaf in leaves(a)]
         for value in arguments:
             if isinstance(value, torch.Tensor) and value.dtype in _NOT_INTERPRETABLE:
                 raise NotImplementedError(

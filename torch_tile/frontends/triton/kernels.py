@@ -16,7 +16,7 @@ from triton.runtime.jit import JITFunction
 
 from ... import _C, _process_locks
 from .. import UNKNOWN_CONFIG, stable_id
-from ..._codegen_lock import source_parsing
+from .codegen_lock import source_parsing
 from .tuples import TupleShape, stable
 
 FRONTEND = "triton"

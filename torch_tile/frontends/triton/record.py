@@ -13,7 +13,8 @@ import triton.language as tl
 from triton.runtime.jit import JITFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ... import _descriptors, _plan
+from ... import _plan
+from . import descriptors
 from ..._expr import SymbolicInt
 from ..._stand_ins import SymbolicFloat, TensorProxy
 from ..._trace_state import body_location
@@ -90,7 +91,7 @@ def _compile_time(tracer, where: str, value: Any) -> Any:
         return bool(value.specialize()) if value.is_bool else value.specialize()
     if isinstance(value, SymbolicFloat):
         return value.specialize()
-    if isinstance(_descriptors.tensor_of(value), TensorProxy):
+    if isinstance(descriptors.tensor_of(value), TensorProxy):
         raise tracer.error(f"{where} is a compile-time constant but receives {value!r}")
     return value
 
@@ -114,7 +115,7 @@ def _bind(tracer, kernel, kp, name: str, value, in_tuple: bool) -> tuple[Any, _p
     if isinstance(value, tl.constexpr):  # a constant leaf (Triton folds it into the code)
         return K.STATIC, _static(), _compile_time(tracer, where, value)
     if isinstance(value, TensorDescriptor):
-        binding, static = _descriptors.descriptor_binding(tracer, where, name, value)
+        binding, static = descriptors.descriptor_binding(tracer, where, name, value)
         return K.TENSORDESC, binding, static
     bound = value_binding(tracer, where, value, spec, align)
     if bound is not None:

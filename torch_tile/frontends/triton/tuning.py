@@ -9,14 +9,15 @@ from torch.overrides import _pop_mode_temporarily
 from triton.runtime.autotuner import Autotuner
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ... import _descriptors
+from . import descriptors
 from ..._errors import TraceError
-from ..._launch_mode import TuningLaunches, launch_mode
+from ..._launch_mode import launch_mode
 from ..._stand_ins import TensorProxy, concrete
 from ..._trace_state import outside_trace
 from . import tuples
 from .autotune import base_kernel, choose, with_heuristics
 from .interpret import InterpretLaunches
+from .launches import TuningLaunches
 
 
 def autotuned(tracer, tuner: Autotuner, grid, args: tuple, kwargs: dict):
@@ -61,7 +62,7 @@ def tuning_run(tracer, tuner: Autotuner, grid, args: tuple, kwargs: dict):
         if isinstance(value, TensorDescriptor):
             kernel = base_kernel(tuner, tracer.error).fn.__name__
             where = f"{tracer.op.qualname}: tensor descriptor '{name}' of kernel {kernel}"
-            return _descriptors.concrete_descriptor(value, real(value.base, name), where)
+            return descriptors.concrete_descriptor(value, real(value.base, name), where)
         return concrete(value)
 
     def real_grid(meta):  # the body's grid may close over its sizes: read without guards

@@ -18,7 +18,7 @@ see through (inline assembly with side effects, tuple parameters) is
 ``NotAnalysable``: ``written_parameters`` returns None, the same answer every
 time, which the op may remember for the process (never in the disk cache).
 Any other exception propagates: it may be transient (``ast.parse`` racing
-another thread's was: see ``_codegen_lock``), so the op trusts the declaration
+another thread's was: see ``codegen_lock``), so the op trusts the declaration
 for that trace only, says so, and analyses again next time.
 """
 
@@ -30,7 +30,7 @@ import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _process_locks
-from ..._descriptors import check_block_shape, representative, tensor_of
+from .descriptors import check_block_shape, representative, tensor_of
 from ..._stand_ins import TensorProxy, concrete
 from .compile import Pointer, kernel_ttir
 from .tuples import at, leaf_name, map_leaves

@@ -37,7 +37,7 @@ import contextlib
 import threading
 from typing import Iterator, Optional
 
-from . import _process_locks
+from ... import _process_locks
 
 
 class ReadersWriterLock:
