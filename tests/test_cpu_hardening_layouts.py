@@ -12,7 +12,7 @@ import torch
 import torch_tile as tt
 from torch_tile import _C
 from torch_tile import kernels  # noqa: F401  (registers tile::add)
-from torch_tile._stand_ins import is_contiguous, is_non_overlapping_and_dense
+from torch_tile.trace.stand_ins import is_contiguous, is_non_overlapping_and_dense
 
 from hardening_ops import grid_copy
 

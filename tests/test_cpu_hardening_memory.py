@@ -2,7 +2,7 @@
 
 * The CPU path traces the body on every call. A body that uses torch ops (views, ``.contiguous()``, arithmetic)
   traces on a torch ShapeEnv, which torch's own memo tables kept alive, ~100 KB a trace, one per size: calls of
-  many sizes keep no memory per size (torch_tile/_symbolic_shapes.py).
+  many sizes keep no memory per size (torch_tile/trace/symbolic_shapes.py).
 * 4000 sizes through dry runs (C++ plan selection, the plan's views, ATen steps and allocations on CPU tensors,
   specialization keys) keep no memory per size.
 * A launch step's inline cache holds one key whatever keys its calls bring (a key per size kept one entry per
@@ -20,7 +20,7 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import _C
-from torch_tile._symbolic_shapes import _TraceShapeEnv
+from torch_tile.trace.symbolic_shapes import _TraceShapeEnv
 
 SIZES = 4000
 PYTHON_BYTES_PER_SIZE = 2048  # the bound on what the Python heap may grow by, per size, once warm

@@ -84,5 +84,30 @@ def test_module_imports_form_no_cycle():
 
 def test_the_graph_is_read():
     graph = _imports()
-    assert "torch_tile._plan" in graph["torch_tile._expr"][0]
-    assert "torch_tile.frontends.frontend" in graph["torch_tile._tracer"][0]
+    assert "torch_tile._plan" in graph["torch_tile.trace.expr"][0]
+    assert "torch_tile.frontends.frontend" in graph["torch_tile.trace.tracer"][0]
+
+
+def _all_imported(module: str) -> set:
+    """Every torch_tile module ``module`` imports, annotations-only imports included."""
+    path = ROOT.parent / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT.parent / module.replace(".", "/") / "__init__.py"
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            names.update(_resolve(module, path.name == "__init__.py", node))
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return {n for n in names if n.startswith("torch_tile")}
+
+
+def test_the_tracer_holds_no_op_and_the_core_names_no_frontend():
+    modules = sorted(m for m in _imports() if m.startswith("torch_tile.trace"))
+    assert "torch_tile.trace.tracer" in modules
+    for module in modules:  # the tracer gets a TracedOp, never the TileOp (not even for annotations)
+        assert "torch_tile._op" not in _all_imported(module), module
+    frontends = ("torch_tile.frontends.triton", "torch_tile.frontends.cuda", "torch_tile.frontends.cutile")
+    for module in [*modules, "torch_tile._op", "torch_tile._launch_mode", "torch_tile._fake", "torch_tile._fallback"]:
+        named = sorted(n for n in _all_imported(module) if n.startswith(frontends))
+        assert named == [], f"{module} imports {named}: it should ask the registered frontends"

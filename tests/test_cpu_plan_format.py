@@ -12,7 +12,8 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
-from torch_tile import _C, _expr, _plan
+from torch_tile import _C, _plan
+from torch_tile.trace import expr as _expr
 from torch_tile import kernels as K
 
 HEADER = 8 + 4 + 4 + 8  # magic, version, CRC-32C, payload size

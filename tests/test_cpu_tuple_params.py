@@ -29,7 +29,7 @@ import torch_tile as tt
 from torch_tile import _cubin, kernels
 from torch_tile._errors import TraceError
 from torch_tile._plan import BindingKind
-from torch_tile._tracer import Tracer
+from torch_tile.trace.tracer import Tracer
 from torch_tile.frontends.triton import autotune
 from torch_tile.frontends.triton.compile import _compile_callback, specialize
 from torch_tile.frontends.triton.kernels import config_fingerprint, launch_config
@@ -419,7 +419,7 @@ def test_written_parameters_are_leaf_paths():
 
 def _recorded_launches(op, args):
     """(kernel, step, bound stand-in arguments) of each launch a trace records."""
-    tracer = Tracer(op, args)
+    tracer = Tracer(op.traced_op(), args)
     tracer.run()
     return [(kernel, step, arguments) for _, step, (kernel, arguments) in tracer._writes]
 

@@ -50,7 +50,7 @@ def test_view_steps_carry_torch_metadata_as_expressions():
     assert [s.kind for s in plan.order] == [StepKind.VIEW, StepKind.ALLOC, StepKind.LAUNCH, StepKind.VIEW]
     assert plan.aten_steps == []
     # Evaluated for another shape, the view expressions give what torch's view gives.
-    from torch_tile._expr import evaluate
+    from torch_tile.trace.expr import evaluate
     other = torch.randn(2, 3, 9)
     folded = other.view(-1, 9)
     first = plan.views[0]

@@ -19,7 +19,7 @@ import triton
 
 import torch_tile as tt
 from torch_tile import kernels as K
-from torch_tile._expr import evaluate
+from torch_tile.trace.expr import evaluate
 from torch_tile.frontends.triton.compile import _compile_callback
 
 import launch_kernel_ops as L

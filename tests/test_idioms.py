@@ -21,7 +21,7 @@ import triton.language as tl
 from torch.library import wrap_triton
 
 import torch_tile as tt
-from torch_tile._expr import Op, substitute
+from torch_tile.trace.expr import Op, substitute
 from torch_tile._launch_mode import launch_mode
 from torch_tile.frontends.triton.interpret import InterpretLaunches
 

@@ -15,9 +15,9 @@ from . import _extension  # noqa: F401  (first: a clear ImportError where the ex
 from . import _C, frontends
 from ._errors import CallError, KernelError, OpDefinitionError, TraceError
 from ._explain import explain
-from ._expr import SymbolicInt, sym_max, sym_min
+from .trace.expr import SymbolicInt, sym_max, sym_min
 from ._op import TileOp, op
-from ._stand_ins import TensorProxy
+from .trace.stand_ins import TensorProxy
 from ._version import __version__
 from .bundle import export_bundle, load_bundle
 from .frontends.cuda import CudaKernel

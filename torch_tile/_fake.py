@@ -20,8 +20,8 @@ import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from . import _C
-from ._call_arguments import check_call_arguments
-from ._expr import evaluate
+from .trace.call_arguments import check_call_arguments
+from .trace.expr import evaluate
 from ._launch_mode import SkipLaunches, launch_mode
 from ._plan import AllocKind, ArgKind, AtenArgKind, StepKind
 

@@ -9,13 +9,13 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 
 from . import _C, _fallback, _functorch, _interpreter_exit, _op_names, _plan
-from ._backward import SavedLayout, gradient_body
 from ._errors import TraceError
 from ._fake import fake_call
 from ._launch_mode import launch_mode
 from ._plan import ArgKind
-from ._tracer import Tracer
 from .frontends.frontend import InterpretLaunches
+from .trace import TracedOp, Tracer
+from .trace.backward import SavedLayout, gradient_body
 
 # What the dispatcher and the runtime call in Python (kernels, hooks) is torch_tile's own code, never traced by
 # torch.compile (a graph break would make Dynamo compile it, and meet stand-ins), as torch.library's kernels.
@@ -105,7 +105,7 @@ class TileOp:
         self.overload = getattr(packet, self.overload_name or "default")
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
         self._lib.impl(op_name, self._interpret, "CPU")
-        # A gradient op (see _backward.py) is the traced backward of `gradient_of`.
+        # A gradient op (see trace/backward.py) is the traced backward of `gradient_of`.
         self.gradient_of = gradient_of
         _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, self._fallback_call,
                        "CUDA", gradient_op=gradient_of is not None)
@@ -198,6 +198,18 @@ class TileOp:
             self._gradient_ops[layout] = op
         return op
 
+    def traced_op(self) -> TracedOp:
+        """What a trace of this op needs of it (the tracer never holds the op)."""
+        def function_applied() -> None:
+            self.body_calls_function = True
+
+        return TracedOp(self.qualname, tuple(self.arg_names), tuple(self.arg_kinds), self.num_returns,
+                        self.returns_list, tuple(self.mutated_args), self.sources, self.call_body,
+                        is_gradient_op=self.gradient_of is not None, backward_fn=self.backward_fn,
+                        setup_context_fn=self.setup_context_fn,
+                        gradient_op_name=lambda layout: self.gradient_op(layout).qualname,
+                        function_applied=function_applied)
+
     @property
     def sources(self) -> tuple:
         """The user functions a trace runs, whose lines name plan steps and
@@ -225,13 +237,13 @@ class TileOp:
         filled in, keyword-only ones by name). Where the body does what no plan
         holds, the TraceError that says why (a call with these arguments runs
         the body instead: see ``fallback`` in :func:`torch_tile.op`)."""
-        return self._traced(Tracer(self, self._arguments(args, kwargs), device), fall_back=False)
+        return self._traced(Tracer(self.traced_op(), self._arguments(args, kwargs), device), fall_back=False)
 
     def shape_plan(self, args: tuple, device: torch.device) -> _C.LaunchPlan:
         """The plan for arguments in schema order, traced for its shapes only
         (the fake implementation's: no BackwardSpec, so no gradient op is made);
         a fallback plan where the body cannot be one."""
-        return self._traced(Tracer(self, args, device, backward=False))
+        return self._traced(Tracer(self.traced_op(), args, device, backward=False))
 
     def plans(self) -> list:
         """Copies of the launch plans the native path has (one per traced case; a fallback plan's ``fallback``
@@ -271,7 +283,7 @@ class TileOp:
     @_entry
     def _trace(self, args: tuple, may_fall_back: bool) -> _C.LaunchPlan:
         try:
-            return self._traced(Tracer(self, self._values(args)), fall_back=may_fall_back)
+            return self._traced(Tracer(self.traced_op(), self._values(args)), fall_back=may_fall_back)
         except TraceError as e:
             if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on
                 _C.run_gradient_op_eagerly(self.qualname, str(e))
@@ -301,7 +313,8 @@ class TileOp:
         if self.backward_fn is not None:
             return False
         if self.body_calls_function is None:
-            self._traced(Tracer(self, self._values(args), backward=False))  # learns it; the plan is not kept
+            # Learns it; the plan is not kept.
+            self._traced(Tracer(self.traced_op(), self._values(args), backward=False))
         return bool(self.body_calls_function)
 
     def _values(self, args: tuple) -> tuple:
@@ -334,7 +347,7 @@ class TileOp:
         # path cannot take fails here with the same TraceError (the tracer
         # checks the arguments as the CUDA kernel does).
         args = self._arguments(args, kwargs)
-        plan = self._traced(Tracer(self, args, backward=False))
+        plan = self._traced(Tracer(self.traced_op(), args, backward=False))
         with launch_mode(InterpretLaunches(self)), _fallback.naming_the_op(self, "run by Triton's interpreter on CPU"):
             # A fallback's body runs as outside torch_tile, with autograd (the CUDA path's does too).
             result = (_C.run_as_the_caller(lambda: self.call_body(args)) if plan.fallback else self.call_body(args))

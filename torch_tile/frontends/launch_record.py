@@ -7,8 +7,8 @@ from typing import Any, Optional
 
 from .. import _C, _plan
 from .._errors import CallError
-from .._expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
-from .._stand_ins import SymbolicFloat, TensorProxy
+from ..trace.expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
+from ..trace.stand_ins import SymbolicFloat, TensorProxy
 
 K = _plan.BindingKind
 

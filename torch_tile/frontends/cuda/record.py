@@ -11,8 +11,8 @@ import torch
 
 from ... import _C, _plan
 from ..._errors import CallError
-from ..._expr import SymbolicInt
-from ..._trace_state import body_location
+from ...trace.expr import SymbolicInt
+from ...trace.state import body_location
 from ..launch_record import grid_expressions, value_binding
 from .compile import CudaKernel
 from .kernels import CudaLaunchConfig, TemplateArg, config_id, kernel_id

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ... import _plan
-from ..._expr import SymbolicInt
-from ..._stand_ins import SymbolicFloat, TensorProxy
-from ..._trace_state import body_location
+from ...trace.expr import SymbolicInt
+from ...trace.stand_ins import SymbolicFloat, TensorProxy
+from ...trace.state import body_location
 from ..launch_record import grid_expressions, value_binding
 from .kernels import ArrayParam, ConstantParam, CutileLaunchConfig, ScalarParam, config_id, kernel_id
 

@@ -37,8 +37,8 @@ from triton.runtime.jit import JITFunction
 
 from ... import _disk_cache
 from ..._errors import CallError
-from ..._expr import SymbolicInt
-from ..._stand_ins import concrete
+from ...trace.expr import SymbolicInt
+from ...trace.stand_ins import concrete
 from ..._version import __version__
 from .kernels import cache_key
 

@@ -25,9 +25,9 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _plan
-from ..._expr import SymbolicInt, encode_int
-from ..._stand_ins import TensorProxy, concrete
-from ..._trace_state import current_tracer
+from ...trace.expr import SymbolicInt, encode_int
+from ...trace.stand_ins import TensorProxy, concrete
+from ...trace.state import current_tracer
 
 MAX_RANK = 5  # cuTensorMapEncodeTiled's limit
 MAX_BOX = 256  # per dimension, elements

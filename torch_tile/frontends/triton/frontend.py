@@ -10,7 +10,8 @@ import triton
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import KernelInterface
 
-from ... import _disk_cache, _expr, _process_locks
+from ... import _disk_cache, _process_locks
+from ...trace import expr as _expr
 from ..._version import __version__
 from ..frontend import Frontend, register_frontend
 from . import descriptors, record, tuning, tuples

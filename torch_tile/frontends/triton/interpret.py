@@ -18,7 +18,7 @@ from .codegen_lock import interpretation, source_parsing
 from ..._errors import KernelError
 from ..._launch_mode import LaunchMode
 from ..frontend import InterpretLaunches as InterpretedLaunches
-from ..._trace_state import body_location
+from ...trace.state import body_location
 from .autotune import base_kernel, choose, with_heuristics
 from .tuples import leaves
 

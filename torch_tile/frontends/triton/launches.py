@@ -14,7 +14,7 @@ from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
 from ..._launch_mode import LaunchMode, add_routing, current_mode
-from ..._stand_ins import TensorProxy, concrete
+from ...trace.stand_ins import TensorProxy, concrete
 from . import tuples
 from .codegen_lock import code_generation
 

@@ -15,9 +15,9 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _plan
 from . import descriptors
-from ..._expr import SymbolicInt
-from ..._stand_ins import SymbolicFloat, TensorProxy
-from ..._trace_state import body_location
+from ...trace.expr import SymbolicInt
+from ...trace.stand_ins import SymbolicFloat, TensorProxy
+from ...trace.state import body_location
 from ..launch_record import grid_expressions, value_binding
 from .kernels import LaunchConfig, config_id, kernel_id
 from .tuples import leaf_name, leaves, map_leaves, shape_of

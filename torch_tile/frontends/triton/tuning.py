@@ -12,8 +12,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from . import descriptors
 from ..._errors import TraceError
 from ..._launch_mode import launch_mode
-from ..._stand_ins import TensorProxy, concrete
-from ..._trace_state import outside_trace
+from ...trace.stand_ins import TensorProxy, concrete
+from ...trace.state import outside_trace
 from . import tuples
 from .autotune import base_kernel, choose, with_heuristics
 from .interpret import InterpretLaunches

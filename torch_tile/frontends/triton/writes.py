@@ -31,7 +31,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _process_locks
 from .descriptors import check_block_shape, representative, tensor_of
-from ..._stand_ins import TensorProxy, concrete
+from ...trace.stand_ins import TensorProxy, concrete
 from .compile import Pointer, kernel_ttir
 from .tuples import at, leaf_name, map_leaves
 

@@ -21,7 +21,7 @@ import gc
 import types
 from typing import Any, Callable
 
-from ._errors import TraceError
+from .._errors import TraceError
 
 DROP = object()  # what ``value_of`` gives for a stand-in with no value outside its trace (a tensor the body made)
 _MAX_DEPTH = 4  # tuples of tuples of ... a stand-in: how far up immutable holders are followed

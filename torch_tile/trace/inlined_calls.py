@@ -33,9 +33,9 @@ from typing import Any
 import torch
 from torch.autograd.function import _is_setup_context_defined
 
-from . import _process_locks
-from ._expr import SymbolicInt
-from ._trace_state import current_tracer
+from .. import _process_locks
+from .expr import SymbolicInt
+from .state import current_tracer
 
 _Function = torch.autograd.Function
 _original_apply = _Function.__dict__["apply"]  # the C entry (torch >= 2.12) or Python's classmethod before it

@@ -31,11 +31,11 @@ from typing import Any, Callable, Optional
 import torch
 from torch.utils import _pytree as pytree
 
-from . import _plan
-from ._errors import TraceError
-from ._expr import SymbolicInt, encode_int
-from ._stand_ins import SymbolicFloat, TensorProxy
-from ._trace_state import current_tracer
+from .. import _plan
+from .._errors import TraceError
+from .expr import SymbolicInt, encode_int
+from .stand_ins import SymbolicFloat, TensorProxy
+from .state import current_tracer
 
 # Attribute values a plan keeps as they are (the gradient op's plans are traced with them).
 _CONSTANTS = (type(None), bool, str, torch.dtype, torch.device)

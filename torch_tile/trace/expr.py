@@ -14,9 +14,9 @@ from typing import Callable, Optional
 
 import torch
 
-from ._errors import TraceZeroDivisionError
-from ._plan import ExprOp
-from ._trace_state import current_tracer
+from .._errors import TraceZeroDivisionError
+from .._plan import ExprOp
+from .state import current_tracer
 
 
 # The opcodes, from the C++ runtime (csrc/runtime/expr.h).
@@ -66,7 +66,7 @@ class GuardSink:
         """Called on every symbolic operation (see the tracer's parse-guard logic)."""
 
     def track(self, stand_in) -> None:
-        """Called for every stand-in made (the tracer settles the ones its body kept: _escapes.py)."""
+        """Called for every stand-in made (the tracer settles the ones its body kept: trace/escapes.py)."""
 
     def error(self, message: str, overflow: bool = False, kind: Optional[type] = None) -> Exception:
         """The exception to raise for a problem in the body (names op and line);

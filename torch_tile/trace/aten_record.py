@@ -26,12 +26,12 @@ from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicO
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import _C, _plan
-from ._expr import SymbolicInt, encode_int
-from ._launch_mode import SkipLaunches, launch_mode
-from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy
-from ._symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked
-from ._trace_state import body_location
+from .. import _C, _plan
+from .expr import SymbolicInt, encode_int
+from .._launch_mode import SkipLaunches, launch_mode
+from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy
+from .symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked
+from .state import body_location
 
 A = _plan.AtenArgKind
 

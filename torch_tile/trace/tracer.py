@@ -12,27 +12,31 @@ import functools
 import math
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import _C, _aten_record, _escapes, _expr, _plan, _stand_ins, _symbolic_shapes
-from ._aten_record import AtenRecorder
-from ._host_values import HostTensors, makes_host_tensor
-from ._backward import native_spec
-from ._call_arguments import KERNEL_DTYPES, check_call_arguments
-from ._errors import CallError, OpDefinitionError, TraceError, TraceOverflowError
-from ._expr import GuardSink, Op, SymbolicInt
-from ._inlined_calls import inlined_calls
-from ._launch_mode import LaunchMode, launch_mode
-from ._stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
+from .. import _C, _plan
+from .._errors import CallError, OpDefinitionError, TraceError, TraceOverflowError
+from .._launch_mode import LaunchMode, launch_mode
+from ..frontends.frontend import Frontend, frontend_names, frontend_of, frontends_tracing
+from . import aten_record as _aten_record
+from . import escapes as _escapes
+from . import expr as _expr
+from . import stand_ins as _stand_ins
+from . import symbolic_shapes as _symbolic_shapes
+from .aten_record import AtenRecorder
+from .backward import native_spec
+from .call_arguments import KERNEL_DTYPES, check_call_arguments
+from .expr import GuardSink, Op, SymbolicInt
+from .host_values import HostTensors, makes_host_tensor
+from .inlined_calls import inlined_calls
+from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
     is_non_overlapping_and_dense
-from ._trace_state import body_location, tracing
-from .frontends.frontend import Frontend, frontend_names, frontend_of, frontends_tracing
+from .state import body_location, tracing
+from .traced_op import TracedOp
 
-if TYPE_CHECKING:
-    from ._op import TileOp
 
 
 _FACTORIES = {
@@ -118,7 +122,7 @@ class Tracer(GuardSink, LaunchMode):
 
     records = True
 
-    def __init__(self, op: "TileOp", args: tuple, device: Optional[torch.device] = None, backward: bool = True):
+    def __init__(self, op: TracedOp, args: tuple, device: Optional[torch.device] = None, backward: bool = True):
         """``device``: the device the stand-ins report (default: the first
         tensor argument's); the fake implementation traces meta stand-ins of
         tensors that live elsewhere. ``backward``: trace the op's
@@ -243,7 +247,7 @@ class Tracer(GuardSink, LaunchMode):
 
     def release(self) -> None:
         """Ends the trace: the tracer drops everything it holds (its stand-ins above all); the stand-ins the
-        body's code kept are then replaced where they are kept by the values they stood for (_escapes.py).
+        body's code kept are then replaced where they are kept by the values they stood for (trace/escapes.py).
         The tracer cannot be used afterwards."""
         qualname, inputs, made = self.op.qualname, self._input_values, self._made_stand_ins
         vars(self).clear()
@@ -297,7 +301,7 @@ class Tracer(GuardSink, LaunchMode):
             return self.host_tensors.make(func, args, kwargs)
         if self.host_tensors.involved(args, kwargs):
             return self.host_tensors.call(func, args, kwargs)
-        # Anything else torch does to tensors: views and ATen steps (_aten_record.py).
+        # Anything else torch does to tensors: views and ATen steps (trace/aten_record.py).
         self._drop_parse_guards((*args, *kwargs.values()))
         return self.aten.call(func, args, kwargs, f"`{getattr(func, '__name__', func)}`")
 
@@ -559,9 +563,9 @@ class Tracer(GuardSink, LaunchMode):
         return None
 
     def function_applied(self, function: type) -> None:
-        """The body ran ``function.apply`` (an autograd.Function), inline (_inlined_calls.py): calls of the op
+        """The body ran ``function.apply`` (an autograd.Function), inline (trace/inlined_calls.py): calls of the op
         that need a gradient get the Function's own backward."""
-        self.op.body_calls_function = True
+        self.op.function_applied()
 
     # -- the whole trace ---------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -626,7 +630,7 @@ class Tracer(GuardSink, LaunchMode):
             )
         outputs = []
         for r in results:
-            if self.op.gradient_of is not None and (r is None or isinstance(r, TensorProxy)):
+            if self.op.is_gradient_op and (r is None or isinstance(r, TensorProxy)):
                 outputs.append(-1 if r is None else r._slot)  # gradients may be None, inputs, repeated
                 continue
             if not isinstance(r, TensorProxy):
@@ -689,4 +693,4 @@ class Tracer(GuardSink, LaunchMode):
         layout, fields = backward
         if layout is None:
             return _plan.BackwardSpec("", **fields)
-        return _plan.BackwardSpec(self.op.gradient_op(layout).qualname, **fields)
+        return _plan.BackwardSpec(self.op.gradient_op_name(layout), **fields)

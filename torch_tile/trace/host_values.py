@@ -21,10 +21,10 @@ from typing import Any, Optional
 import torch
 from torch.utils import _pytree as pytree
 
-from . import _C, _plan
-from ._expr import SymbolicInt, encode_int
-from ._stand_ins import SymbolicAddress, SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides
-from ._trace_state import body_location
+from .. import _C, _plan
+from .expr import SymbolicInt, encode_int
+from .stand_ins import SymbolicAddress, SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides
+from .state import body_location
 
 A = _plan.AtenArgKind
 _MAKERS = (torch.tensor, torch.as_tensor)

@@ -1,5 +1,5 @@
 """What an op body's arguments are while it is traced: tensors become
-``TensorProxy`` (metadata only), ints and bools ``SymbolicInt`` (see _expr.py),
+``TensorProxy`` (metadata only), ints and bools ``SymbolicInt`` (see trace/expr.py),
 floats ``SymbolicFloat``. Each asks the active tracer (``_trace_state``) to
 record what the body does with it."""
 
@@ -11,9 +11,9 @@ from typing import Any, Optional
 
 import torch
 
-from ._errors import TraceError
-from ._expr import Op, SymbolicInt, sym_max, torch_function_of_stand_ins
-from ._trace_state import current_tracer
+from .._errors import TraceError
+from .expr import Op, SymbolicInt, sym_max, torch_function_of_stand_ins
+from .state import current_tracer
 
 
 class SymbolicFloat:

@@ -10,15 +10,13 @@ passed for a bool reads as False.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import torch
 
-from . import _C
-from ._plan import ArgKind, is_optional, value_kind
+from .. import _C
+from .._plan import ArgKind, is_optional, value_kind
 
-if TYPE_CHECKING:
-    from ._op import TileOp
 
 # Dtypes a tile kernel can take: the C++ runtime's table (csrc/torch/dtype_map.cpp).
 KERNEL_DTYPES = frozenset(_C.kernel_dtypes())
@@ -40,7 +38,7 @@ def _describe(value: Any) -> str:
     return "None" if value is None else f"a value of type {type(value).__name__}"
 
 
-def check_call_arguments(op: "TileOp", args: Sequence[Any]) -> None:
+def check_call_arguments(op: Any, args: Sequence[Any]) -> None:
     """Raises TypeError / ValueError for arguments the op cannot take: a
     missing or non-tensor value for a Tensor, a dtype no kernel takes, tensors
     on different devices, None or a wrong type for a scalar, and (for ops that

@@ -25,7 +25,7 @@ from torch.fx.experimental import symbolic_shapes
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 from torch.utils._sympy import functions as symfn
 
-from ._expr import INT64_MAX, INT64_MIN, Op, SymbolicInt
+from .expr import INT64_MAX, INT64_MIN, Op, SymbolicInt
 
 
 class _PythonStylePrinter(StrPrinter):
