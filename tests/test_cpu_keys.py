@@ -396,3 +396,13 @@ def test_stable_ids_follow_their_documented_scheme():
     assert STABLE_ID_SCHEME == 1
     assert stable_id(*parts) == int(digest[:16], 16) >> 1 == 730401020564476083
     assert 0 <= stable_id("x") < 2**63
+
+
+def test_variant_keys_are_the_keys_the_runtime_computes_for_the_call():
+    x, y = torch.randn(1000), torch.randn(1000)
+    plan = K.add.trace(x, y)
+    keys = K.add.variant_keys(x, y)
+    assert [kid for kid, _ in keys] == [launch.kernel for launch in plan.launches]
+    assert [words for _, words in keys] == [list(w) for w in tt._C.testing.specialization_keys(plan, (x, y))]
+    unaligned = torch.randn(1001)[1:]  # another alignment bit: another key word
+    assert K.add.variant_keys(unaligned, unaligned) != keys

@@ -198,6 +198,12 @@ class TileOp:
             self._gradient_ops[layout] = op
         return op
 
+    def variant_keys(self, *args, **kwargs) -> list[tuple[int, list[int]]]:
+        """``(kernel id, key words)`` of each launch a call with these arguments makes (CPU tensors will do):
+        the specialization keys the C++ runtime computes, which ``torch_tile.compile_variant(kernel_id, words,
+        capability)`` compiles and bundles carry. Traces the call's case if no plan holds it yet."""
+        return [(kid, list(words)) for kid, words in _C.variant_keys(self.qualname, args, kwargs)]
+
     def traced_op(self) -> TracedOp:
         """What a trace of this op needs of it (the tracer never holds the op)."""
         def function_applied() -> None:

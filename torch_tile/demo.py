@@ -67,9 +67,9 @@ def cpu_demo() -> None:
     for name, op, args, ref, tol in _cpu_examples():
         plan = op.trace(*args)
         print(f"tile::{name}: {_describe_plan(plan)}")
-        for launch, words in zip(plan.launches, tt._C.testing.specialization_keys(plan, args)):
+        for kernel_id, words in op.variant_keys(*args):
             start = time.perf_counter()
-            compiled, src = tt.compile_variant(launch.kernel, words, 90)
+            compiled, src = tt.compile_variant(kernel_id, words, 90)
             ms = (time.perf_counter() - start) * 1e3
             sig = ", ".join(f"{k}:{v}" for k, v in src.signature.items())
             aligned = [src.fn.arg_names[k[0]] for k, v in src.attrs.items() if ["tt.divisibility", 16] in v]
