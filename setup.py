@@ -1,11 +1,13 @@
-"""Build torch_tile: the C++ library libtorch_tile.so and the Python extension torch_tile._C.
+"""Build torch_tile: the C++ library libtorch_tile.so and the Python extensions torch_tile._C and _testing.
 
 * ``torch_tile/lib/libtorch_tile.so``: the runtime (csrc/runtime) and the torch
   binding (csrc/torch), linked against LibTorch only, never Python: what a
   LibTorch program links (csrc/include/torch_tile/torch_tile.h, CMake package
   in torch_tile/share/cmake, generated here from cmake/torch_tileConfig.cmake.in).
-* ``torch_tile._C``: the pybind11 layer (csrc/python, csrc/testing), linked
-  against that library, so that Python and C++ callers share one runtime.
+* ``torch_tile._C``: the pybind11 layer (csrc/python), linked against that
+  library, so that Python and C++ callers share one runtime.
+* ``torch_tile._testing``: benchmarks and probes (csrc/testing) for the tests and
+  benchmarks, linked the same way; the package never imports it.
 
 Plain C++ built with the host compiler against LibTorch: no nvcc, GPU or CUDA
 toolkit is needed to build or import it (libcuda is opened with dlopen on the
@@ -56,10 +58,10 @@ def library() -> CppExtension:
     return ext
 
 
-def python_extension() -> CppExtension:
+def python_extension(name: str, sources_: list) -> CppExtension:
     return CppExtension(
-        name="torch_tile._C",
-        sources=sources("python", "testing"),
+        name=name,
+        sources=sources_,
         include_dirs=list(INCLUDE_DIRS),
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=["-Wl,-rpath,$ORIGIN/lib"] + (SANITIZE_FLAGS if SANITIZE else []),
@@ -124,6 +126,9 @@ setup(
     install_requires=["torch>=2.11", "triton>=3.6", "numpy"],
     extras_require={"cutile": ["cuda-tile[tileiras]>=1.7,<1.8"]},  # cuTile kernels in op bodies (torch_tile.frontends.cutile)
     package_data={"torch_tile": ["lib/*.so", "include/torch_tile/*.h", "share/cmake/torch_tile/*.cmake", "kernels/*.cu"]},
-    ext_modules=[library(), python_extension()],
+    ext_modules=[library(), python_extension("torch_tile._C", sources("python")),
+                 # Tests' and benchmarks' probes; the package never imports it. It reads launch metadata as _C does.
+                 python_extension("torch_tile._testing",
+                                  sources("testing") + [os.path.join("csrc", "python", "binary_from_python.cpp")])],
     cmdclass={"build_ext": Build},
 )

@@ -50,6 +50,7 @@ from torch_tile import kernels as K  # noqa: E402
 from torch_tile.frontends.cuda.record import ctype  # noqa: E402
 from torch_tile.kernels._common import acc_dtype  # noqa: E402
 from torch_tile.kernels.softmax_cuda import softmax_rows  # noqa: E402
+from torch_tile import _testing
 
 
 def _gpu_us(fn, iters: int = 200) -> float:
@@ -169,7 +170,7 @@ def main() -> int:
     ops = {name: op for name, op in (("triton, torch_tile", "tile::softmax"),
                                      ("cuda C++, torch_tile", "tile::softmax_cuda"),
                                      ("cuTile, torch_tile", "tile::softmax_cutile")) if name in launchers}
-    floors = {f"{name} (driver floor)": (lambda n, op=op: torch_tile._C.testing.bench_raw_launch(
+    floors = {f"{name} (driver floor)": (lambda n, op=op: _testing.bench_raw_launch(
         op, (small,), n, allocate_like=small)) for name, op in ops.items()}
     # Rounds interleaved: this machine's host µs drift by a third between runs, alike for every row within one.
     host_rounds = interleaved_us({**{name: (lambda n, fn=fn: host_seconds(lambda: fn(small), n))
@@ -177,7 +178,7 @@ def main() -> int:
     host = {name: r["best"] for name, r in host_rounds.items()}
     above_floor = {name: host[name] - host[f"{name} (driver floor)"] for name in ops}
     # Where each op's own time goes: ns per call in each phase of its C++ implementation.
-    phases = {name: torch_tile._C.testing.bench_phases(op, (small,), 20000) for name, op in ops.items()}
+    phases = {name: _testing.bench_phases(op, (small,), 20000) for name, op in ops.items()}
     gpu = {name: _gpu_us(lambda fn=fn: fn(large)) for name, fn in large_launchers.items()}
     gpu_small = {name: _gpu_us(lambda fn=fn: fn(small)) for name, fn in launchers.items()}
     triton_op = host["triton, torch_tile"]

@@ -56,6 +56,7 @@ from torch_tile.frontends.triton import compile as triton_compile, kernels as tr
 from torch_tile import kernels as K
 from torch_tile.demo import host_seconds
 from torch_tile.kernels import _common
+from torch_tile import _testing
 
 try:  # the launch-attribute kernels (rows left out where they are missing)
     from torch_tile.kernels import cooperative_sum, pdl_layer_norm
@@ -212,7 +213,7 @@ def _cases(sizes: dict) -> list[dict]:
 def torch_tile_cubins(op, args: tuple) -> list[bytes]:
     """The cubins torch_tile launches for ``op(*args)``, one per launch of its plan."""
     plan = op.trace(*args)
-    keys = tt._C.testing.specialization_keys(plan, args)
+    keys = _testing.specialization_keys(plan, args)
     major, minor = torch.cuda.get_device_capability()
     return [triton_compile._compile_callback(step.kernel, words, major * 10 + minor)["cubin"]
             for step, words in zip(plan.launches, keys)]

@@ -35,6 +35,7 @@ import triton
 import torch_tile as tt
 from torch_tile import kernels as K
 from torch_tile.demo import host_seconds
+from torch_tile import _testing
 
 from _report import write
 from _timing import interleaved_us
@@ -101,17 +102,17 @@ def run(iters: int, repeats: int, cpp_program: bool = False) -> dict:
     measures = {
         "torch_tile (torch.ops, Python)": py_loop(lambda: tile_add(x, y)),
         "torch_tile (.default overload)": py_loop(lambda: tile_add_overload(x, y)),
-        "torch_tile (C++ dispatcher)": lambda n: tt._C.testing.bench_dispatcher("tile::add", (x, y), n),
-        "torch_tile (C++, no dispatcher)": lambda n: tt._C.testing.bench_direct("tile::add", (x, y), n),
+        "torch_tile (C++ dispatcher)": lambda n: _testing.bench_dispatcher("tile::add", (x, y), n),
+        "torch_tile (C++, no dispatcher)": lambda n: _testing.bench_direct("tile::add", (x, y), n),
         "torch_tile add_ in place (C++ dispatcher)":
-            lambda n: tt._C.testing.bench_dispatcher("tile::add_", (acc, y), n),
+            lambda n: _testing.bench_dispatcher("tile::add_", (acc, y), n),
         "Triton JIT kernel[grid]": py_loop(lambda: triton_jit_add(x, y)),
         "torch.library.triton_op": py_loop(lambda: triton_op_add(x, y)),
         "eager torch.add": py_loop(lambda: torch.add(x, y)),
-        "raw cuLaunchKernelEx (floor)": lambda n: tt._C.testing.bench_raw_launch("tile::add", (x, y), n),
-        "output alloc + free only": lambda n: tt._C.testing.bench_output_allocation(x, n),
+        "raw cuLaunchKernelEx (floor)": lambda n: _testing.bench_raw_launch("tile::add", (x, y), n),
+        "output alloc + free only": lambda n: _testing.bench_output_allocation(x, n),
         "floor + output alloc + free":
-            lambda n: tt._C.testing.bench_raw_launch("tile::add", (x, y), n, allocate_like=x),
+            lambda n: _testing.bench_raw_launch("tile::add", (x, y), n, allocate_like=x),
     }
     workdir = tempfile.mkdtemp(prefix="tile_cpp_")
     if cpp_program:
@@ -119,7 +120,7 @@ def run(iters: int, repeats: int, cpp_program: bool = False) -> dict:
     timed = interleaved_us(measures, iters, repeats)
     rows = {name: t["median"] for name, t in timed.items()}
     spread = {name: [t["best"], t["worst"]] for name, t in timed.items()}
-    phases = tt._C.testing.bench_phases("tile::add", (x, y), iters * 10)
+    phases = _testing.bench_phases("tile::add", (x, y), iters * 10)
     py = rows["torch_tile (torch.ops, Python)"]
     cpp = rows["torch_tile (C++ dispatcher)"]
     floor = rows["raw cuLaunchKernelEx (floor)"]

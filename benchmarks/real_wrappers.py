@@ -43,7 +43,7 @@ Kept from before, timed in this process first: what a plan step costs. A body th
 and launches (``view_launch``) against the same launch on the input itself (``plain_launch``), and a body with one
 ATen step (``aten_launch``: ``.float()`` of an fp16 input) against its plan minus the step, made by the caller:
 ``aten::_to_copy`` then ``plain_launch`` on its output. Each is timed from Python (``torch.ops``) and from C++
-through c10::Dispatcher with the GIL released (``_C.testing.bench_dispatcher_chain``), all interleaved in one run
+through c10::Dispatcher with the GIL released (``_testing.bench_dispatcher_chain``), all interleaved in one run
 (10 x --iters calls a round). The C++ rows are the acceptance check: a view step should cost nothing (view_launch /
 plain_launch about 1) and an ATen step no more than the caller making the same dispatcher call (aten_launch /
 (_to_copy + plain_launch) at most 1); both ratios are in the JSON summary.
@@ -74,6 +74,7 @@ import triton
 
 import torch_tile as tt
 from torch_tile.demo import host_seconds
+from torch_tile import _testing
 
 from _report import write
 from _timing import interleaved_us
@@ -114,7 +115,7 @@ def _cpp(steps: list):
     host_seconds does for Python)."""
     def timer(n: int) -> float:
         torch.cuda.synchronize()
-        seconds = tt._C.testing.bench_dispatcher_chain(steps, n)
+        seconds = _testing.bench_dispatcher_chain(steps, n)
         torch.cuda.synchronize()
         return seconds
     return timer

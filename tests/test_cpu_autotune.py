@@ -18,6 +18,7 @@ from torch_tile import TraceError, _disk_cache
 
 from torch_tile.frontends.triton import autotune, tuning
 from torch_tile.frontends.triton.kernels import launch_config
+from torch_tile import _testing
 
 NS = "tt_cpu_autotune"
 _REAL_CAN_TUNE = tuning.can_tune
@@ -123,7 +124,7 @@ def test_fastest_config_is_chosen_persisted_and_reused(timed):
 def test_the_chosen_variant_compiles_for_sm90(timed):
     x = torch.randn(4096)
     plan = tuned_add.trace(x, x)
-    words = tt._C.testing.specialization_keys(plan, (x, x))[0]
+    words = _testing.specialization_keys(plan, (x, x))[0]
     compiled, _ = tt.compile_variant(plan.launches[0].kernel, words, 90)
     assert compiled.metadata.num_warps == 4 and compiled.asm["cubin"]
     (launch,) = plan.launches

@@ -17,6 +17,7 @@ from triton.compiler.errors import CompilationError
 import torch_tile as tt
 from torch_tile import kernels as K
 from torch_tile.frontends.triton.compile import _compile_callback
+from torch_tile import _testing
 
 from triton_reference import CAPABILITY, TARGET, capture_launches, triton_compile_real
 
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("fresh_triton_cache")  # both sides really 
 def variant(op, args, index=0):
     """(kernel id, key words, launch) of one launch of op(*args)."""
     plan = op.trace(*args)
-    words = tt._C.testing.specialization_keys(plan, tuple(args))[index]
+    words = _testing.specialization_keys(plan, tuple(args))[index]
     launch = plan.launches[index]
     return launch.kernel, words, launch
 

@@ -17,6 +17,7 @@ import torch_tile as tt
 from torch_tile.bundle import read_bundle, verify_bundle
 from torch_tile import _C
 from torch_tile._plan import BindingKind
+from torch_tile import _testing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOFTMAX_CU = os.path.join(ROOT, "torch_tile", "kernels", "softmax.cu")
@@ -24,7 +25,7 @@ SOFTMAX_CU = os.path.join(ROOT, "torch_tile", "kernels", "softmax.cu")
 
 @pytest.fixture(scope="module", autouse=True)
 def defined():
-    _C.testing.define_cpp_test_ops()
+    _testing.define_cpp_test_ops()
 
 
 def test_the_ops_are_defined_with_their_schemas():
@@ -196,7 +197,7 @@ def test_a_body_returning_one_tensor_twice_is_refused():
     ("cpp_test::pick(Tensor x) -> Tensor", "cpp_test::pick is already defined"),
 ])
 def test_schemas_the_api_cannot_serve_are_refused_before_anything_is_defined(schema, message):
-    assert message in _C.testing.define_cpp_op(schema)
+    assert message in _testing.define_cpp_op(schema)
     name = schema.split("(")[0]
     if name != "cpp_test::pick":
-        assert _C.testing.define_cpp_op(schema) == _C.testing.define_cpp_op(schema)  # nothing half-defined
+        assert _testing.define_cpp_op(schema) == _testing.define_cpp_op(schema)  # nothing half-defined

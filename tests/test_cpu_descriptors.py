@@ -27,6 +27,7 @@ from torch_tile._plan import BindingKind
 from torch_tile.frontends.triton.compile import _compile_callback
 from torch_tile.frontends.triton.kernels import launch_config
 from torch_tile.frontends.triton import tuning
+from torch_tile import _testing
 
 import tma_ops as T
 from conftest import requires_interpreter_scalar_loops
@@ -36,15 +37,15 @@ TENSORDESC = BindingKind.TENSORDESC
 
 def _compiled(op, *args) -> dict:
     plan = op.trace(*args)
-    words = _C.testing.specialization_keys(plan, args)[0]
+    words = _testing.specialization_keys(plan, args)[0]
     return _compile_callback(plan.launches[0].kernel, words, 90)
 
 
 @pytest.fixture
 def fake_encoder():
-    _C.testing.use_fake_tensor_map_encoder(True)
+    _testing.use_fake_tensor_map_encoder(True)
     yield
-    _C.testing.use_fake_tensor_map_encoder(False)
+    _testing.use_fake_tensor_map_encoder(False)
 
 
 # -- tracing and compiling -----------------------------------------------------------------------------
@@ -75,12 +76,12 @@ def test_the_compiled_variant_takes_descriptors_as_tritons_launcher_passes_them(
 
 def test_the_key_specialises_a_descriptor_on_its_dtype():
     plan = T.scale.trace(torch.randn(64, 64), 2.0)
-    words32 = _C.testing.specialization_keys(plan, (torch.randn(64, 64), 2.0))[0]
+    words32 = _testing.specialization_keys(plan, (torch.randn(64, 64), 2.0))[0]
     plan16 = T.scale.trace(torch.randn(64, 64).half(), 2.0)
-    words16 = _C.testing.specialization_keys(plan16, (torch.randn(64, 64).half(), 2.0))[0]
+    words16 = _testing.specialization_keys(plan16, (torch.randn(64, 64).half(), 2.0))[0]
     assert words32[1] != words16[1]
     # A different address or size does not change the variant.
-    assert _C.testing.specialization_keys(plan, (torch.randn(96, 64), 2.0))[0] == words32
+    assert _testing.specialization_keys(plan, (torch.randn(96, 64), 2.0))[0] == words32
 
 
 def test_the_block_shape_is_checked_at_trace_time():
@@ -169,7 +170,7 @@ def test_encoding_matches_the_arguments_tritons_launcher_encodes_with(dtype, sha
     ptr, swizzle, elem_size, host_type, block, dims, strides, fill = _tritons_encoder_arguments(
         desc, {"swizzle": meta["swizzle"], "elem_size": meta["elem_size"], "elem_type": device_elem_type,
                "block_size": meta["block_size"], "fp4_padded": False, "is_im2col": False})
-    got = _C.testing.tensor_map_encoding(meta, x.data_ptr(), list(x.shape), list(x.stride()), x.element_size(),
+    got = _testing.tensor_map_encoding(meta, x.data_ptr(), list(x.shape), list(x.stride()), x.element_size(),
                                  nan_padding=padding == "nan")
     # Triton's C encoder reverses every list (innermost first) and turns strides into bytes.
     assert got["global_address"] == ptr
@@ -195,30 +196,30 @@ _META = {"swizzle": 3, "elem_size": 2, "elem_type": 6, "block_size": [64, 64]}  
 ])
 def test_bad_descriptors_get_errors_naming_the_parameter(base, shape, strides, elem, message):
     with pytest.raises(ValueError, match="tensor descriptor 'a_desc' .*" + message):
-        _C.testing.tensor_map_encoding(_META, base, shape, strides, elem, param="a_desc")
+        _testing.tensor_map_encoding(_META, base, shape, strides, elem, param="a_desc")
 
 
 def test_a_box_narrower_than_16_bytes_is_refused():
     meta = {**_META, "block_size": [64, 4]}
     with pytest.raises(ValueError, match="innermost block dimension spans 8 bytes; TMA needs a multiple of 16"):
-        _C.testing.tensor_map_encoding(meta, 0x1000, [64, 64], [64, 1], 2)
+        _testing.tensor_map_encoding(meta, 0x1000, [64, 64], [64, 1], 2)
 
 
 def test_round_to_tf32_selects_the_tf32_data_type():
     meta = {"swizzle": 3, "elem_size": 4, "elem_type": 7, "block_size": [32, 32]}
-    assert _C.testing.tensor_map_encoding(meta, 0x1000, [64, 64], [64, 1], 4, round_tf32=True)["data_type"] == 11
+    assert _testing.tensor_map_encoding(meta, 0x1000, [64, 64], [64, 1], 4, round_tf32=True)["data_type"] == 11
 
 
 def test_the_cache_encodes_once_per_distinct_descriptor(fake_encoder):
     x = torch.empty(128, 64, dtype=torch.bfloat16)
     args = (_META, x.data_ptr(), [128, 64], [64, 1], 2)
     before = _C.counters()["tensor_map_encodes"]
-    first = _C.testing.cached_tensor_map(*args)
-    assert _C.testing.cached_tensor_map(*args) == first and len(first) == 128
+    first = _testing.cached_tensor_map(*args)
+    assert _testing.cached_tensor_map(*args) == first and len(first) == 128
     assert _C.counters()["tensor_map_encodes"] == before + 1
-    other = _C.testing.cached_tensor_map(_META, x.data_ptr() + 4096, [64, 64], [64, 1], 2)
+    other = _testing.cached_tensor_map(_META, x.data_ptr() + 4096, [64, 64], [64, 1], 2)
     assert other != first and _C.counters()["tensor_map_encodes"] == before + 2
-    assert _C.testing.cached_tensor_map(*args) == first  # both kept: different cache lines or a re-encode, same map
+    assert _testing.cached_tensor_map(*args) == first  # both kept: different cache lines or a re-encode, same map
 
 
 # -- the rest of the op path -----------------------------------------------------------------------------

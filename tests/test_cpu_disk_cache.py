@@ -20,6 +20,7 @@ import torch_tile as tt
 from torch_tile import _disk_cache
 from torch_tile import kernels as K
 from torch_tile.frontends.triton import compile as triton_compile, kernels as triton_kernels
+from torch_tile import _testing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPABILITY = 90
@@ -27,7 +28,7 @@ CAPABILITY = 90
 
 def _words(op, *args):
     plan = op.trace(*args)
-    return plan.launches[0].kernel, tt._C.testing.specialization_keys(plan, args)[0]
+    return plan.launches[0].kernel, _testing.specialization_keys(plan, args)[0]
 
 
 @pytest.fixture
@@ -43,12 +44,12 @@ def cache(tmp_path):
 WORKER = textwrap.dedent("""
     import json, sys, torch
     import torch_tile as tt
-    from torch_tile import kernels as K
+    from torch_tile import _testing, kernels as K
     from torch_tile.frontends.triton import compile as f
     x = torch.randn(int(sys.argv[1]))
     plan = K.add.trace(x, x)
     kid = plan.launches[0].kernel
-    words = tt._C.testing.specialization_keys(plan, (x, x))[0]
+    words = _testing.specialization_keys(plan, (x, x))[0]
     entry = f._compile_callback(kid, words, 90)
     print(json.dumps({"key": f.variant_cache_key(words, 90), "compiles": tt.compile_count(),
                       "cubin": len(entry["cubin"]), "name": entry["name"]}))

@@ -31,11 +31,12 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
-from torch_tile import _C, _disk_cache
+from torch_tile import _disk_cache
 from torch_tile.frontends.triton.codegen_lock import ReadersWriterLock
 from torch_tile.frontends.triton import writes
 from torch_tile.kernels import pdl_layer_norm
 from torch_tile.frontends.triton.frontend import analysed_writes
+from torch_tile import _testing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREADS = 32
@@ -292,7 +293,7 @@ def test_compiles_in_threads_when_python_parsing_is_not_thread_safe(racy_ast_par
     (add, _), *_ = new_ops(2048)
     x = torch.randn(1000)
     plan = add.trace(x, x)
-    kid, words = plan.launches[0].kernel, _C.testing.specialization_keys(plan, (x, x))[0]
+    kid, words = plan.launches[0].kernel, _testing.specialization_keys(plan, (x, x))[0]
     run_at_once(lambda i: tt.compile_variant(kid, words, 90), threads=4)
 
 
@@ -356,7 +357,7 @@ def test_compiles_work_while_another_thread_interprets(monkeypatch):
     add = ops[0]
     x = torch.randn(1000)
     plan = add.trace(x, x)
-    kid, words = plan.launches[0].kernel, _C.testing.specialization_keys(plan, (x, x))[0]
+    kid, words = plan.launches[0].kernel, _testing.specialization_keys(plan, (x, x))[0]
 
     def compile_once(_):
         compiled, _ = tt.compile_variant(kid, words, 90)

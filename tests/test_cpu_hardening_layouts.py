@@ -13,6 +13,7 @@ import torch_tile as tt
 from torch_tile import _C
 from torch_tile import kernels  # noqa: F401  (registers tile::add)
 from torch_tile.trace.stand_ins import is_contiguous, is_non_overlapping_and_dense
+from torch_tile import _testing
 
 from hardening_ops import grid_copy
 
@@ -71,7 +72,7 @@ UNUSUAL_CONTIGUOUS = [((5, 0), (3, 7)), ((0, 0), (2, 5)), ((2, 0, 3), (0, 0, 0))
 def test_the_native_allocator_lays_out_empty_like_as_torch(sizes, strides):
     # cpp_test::scale allocates empty_like(x) through the C++ allocator; its Meta kernel dry-runs the plan.
     # The reference is ATen's own empty_like (the CPU and CUDA kernel; torch's meta one differs here).
-    _C.testing.define_cpp_test_ops()
+    _testing.define_cpp_test_ops()
     x = strided(sizes, strides)
     out, _ = torch.ops.cpp_test.scale(x.to("meta"), 2.0)
     assert out.stride() == torch.empty_like(x).stride() == strides

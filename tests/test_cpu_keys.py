@@ -1,7 +1,7 @@
 """CPU tests: the C++ specialization key against Triton's own JIT specialization.
 
 For every case the op is traced on CPU tensors, the C++ runtime computes the
-key words (``tt._C.testing.specialization_keys``) and torch_tile turns them back into
+key words (``_testing.specialization_keys``) and torch_tile turns them back into
 (signature, constexprs, attrs, options) (``frontends.triton.compile.specialize``). The
 reference is what Triton's JIT derives for the *real* launch: the body is run
 on the real tensors with ``JITFunction.run`` replaced by a recorder, and each
@@ -23,6 +23,7 @@ import torch_tile as tt
 from torch_tile import kernels as K
 from torch_tile.frontends import STABLE_ID_SCHEME, stable_id
 from torch_tile.frontends.triton.compile import specialize
+from torch_tile import _testing
 
 from triton_reference import CAPABILITY, capture_launches, triton_specialization
 
@@ -34,7 +35,7 @@ NS = "tt_cpu_keys"
 
 def torch_tile_keys(op, args):
     plan = op.trace(*args)
-    return plan, tt._C.testing.specialization_keys(plan, tuple(args))
+    return plan, _testing.specialization_keys(plan, tuple(args))
 
 
 def typed(constexprs):
@@ -403,6 +404,6 @@ def test_variant_keys_are_the_keys_the_runtime_computes_for_the_call():
     plan = K.add.trace(x, y)
     keys = K.add.variant_keys(x, y)
     assert [kid for kid, _ in keys] == [launch.kernel for launch in plan.launches]
-    assert [words for _, words in keys] == [list(w) for w in tt._C.testing.specialization_keys(plan, (x, y))]
+    assert [words for _, words in keys] == [list(w) for w in _testing.specialization_keys(plan, (x, y))]
     unaligned = torch.randn(1001)[1:]  # another alignment bit: another key word
     assert K.add.variant_keys(unaligned, unaligned) != keys

@@ -12,6 +12,7 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile.frontends.triton.compile import _compile_callback
+from torch_tile import _testing
 
 NS = "tt_cpu_launch_attributes"
 
@@ -46,7 +47,7 @@ def cooperative_increment(x: torch.Tensor) -> None:
 
 def _compiled(op, *args) -> dict:
     plan = op.trace(*args)
-    words = tt._C.testing.specialization_keys(plan, args)[0]
+    words = _testing.specialization_keys(plan, args)[0]
     return _compile_callback(plan.launches[0].kernel, words, 90)
 
 

@@ -22,6 +22,7 @@ from torch_tile import kernels as K
 from torch_tile.trace.expr import evaluate
 from torch_tile.frontends.triton.compile import _compile_callback
 from torch_tile.frontends.triton.kernels import launch_config
+from torch_tile import _testing
 
 import launch_kernel_ops as L
 from conftest import requires_interpreter_scalar_loops
@@ -40,7 +41,7 @@ def _variants(op, *args, device=CUDA) -> list:
     """(launch step, launch metadata as the C++ launcher receives it, Triton CompiledKernel) per launch
     of the plan the body makes for ``device`` (default: the CUDA path), compiled for sm_90."""
     plan = op.trace(*args, device=device)
-    keys = tt._C.testing.specialization_keys(plan, args)
+    keys = _testing.specialization_keys(plan, args)
     out = []
     for step, words in zip(plan.launches, keys):
         entry = _compile_callback(step.kernel, words, 90)

@@ -4,7 +4,10 @@ Imports under ``if TYPE_CHECKING:`` (annotations only) never run and are not
 counted."""
 
 import ast
+import os
 import pathlib
+import subprocess
+import sys
 
 import torch_tile
 
@@ -111,3 +114,14 @@ def test_the_tracer_holds_no_op_and_the_core_names_no_frontend():
     for module in [*modules, "torch_tile._op", "torch_tile._launch_mode", "torch_tile._fake", "torch_tile._fallback"]:
         named = sorted(n for n in _all_imported(module) if n.startswith(frontends))
         assert named == [], f"{module} imports {named}: it should ask the registered frontends"
+
+
+def test_the_package_never_loads_the_testing_module():
+    """Benchmarks and probes are torch_tile._testing, for tests and benchmarks only: importing the package, its
+    kernels, bundles and demo loads no part of it."""
+    code = ("import sys, torch_tile, torch_tile.kernels, torch_tile.bundle, torch_tile.demo, torch_tile.info; "
+            "print(sorted(m for m in sys.modules if m.startswith('torch_tile._testing')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT.parent)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

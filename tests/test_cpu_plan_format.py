@@ -15,6 +15,7 @@ import torch_tile as tt
 from torch_tile import _C, _plan
 from torch_tile.trace import expr as _expr
 from torch_tile import kernels as K
+from torch_tile import _testing
 
 HEADER = 8 + 4 + 4 + 8  # magic, version, CRC-32C, payload size
 
@@ -143,7 +144,7 @@ def test_round_trip_of_every_example_op(index):
     _same_plan(plan, read["plans"][0])
     assert op.export_plans(read["plans"]) == data  # bytes -> plans -> the same bytes
     # The loaded plan computes the same specialization keys for the call.
-    assert _C.testing.specialization_keys(read["plans"][0], args) == _C.testing.specialization_keys(plan, args)
+    assert _testing.specialization_keys(read["plans"][0], args) == _testing.specialization_keys(plan, args)
 
 
 def test_installed_plans_cover_their_cases_without_tracing():
@@ -233,7 +234,7 @@ def test_plans_are_disjoint_where_their_guards_show_it():
 
     cols = (Op.SIZE, 0, 1)  # x.shape[1]
     small = expr(*cols, Op.CONST, 16, Op.LT)
-    disjoint = _C.testing.plans_disjoint
+    disjoint = _testing.plans_disjoint
     assert disjoint(plan(small), plan(expr(*cols, Op.CONST, 16, Op.LT, Op.NOT)))  # a branch and its negation
     assert disjoint(plan(expr(*cols, Op.CONST, 16, Op.LT, Op.NOT)), plan(small))
     assert disjoint(plan(small), plan(expr(*cols, Op.CONST, 16, Op.GE)))  # complementary comparisons

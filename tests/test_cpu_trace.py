@@ -5,7 +5,7 @@ plan the C++ runtime receives. Guards are checked two ways: by their text, and
 by evaluating their bytecode with a small reference evaluator written here from
 the opcode table (so a plan traced for one input is shown to accept the inputs
 it should and to reject the others). Integer expressions are evaluated by the
-C++ runtime through ``tt._C.testing.specialization_keys`` (a constexpr parameter's key
+C++ runtime through ``_testing.specialization_keys`` (a constexpr parameter's key
 word is the expression's value) and compared with Python's own integer
 arithmetic, including floor division/modulo signs and int64 overflow.
 """
@@ -21,6 +21,7 @@ import triton.language as tl
 import torch_tile as tt
 from torch_tile import kernels as K
 from torch_tile._plan import AllocKind, BindingKind, ExprOp as Op
+from torch_tile import _testing
 
 from plan_data import plan_data, tensor_guards
 
@@ -613,9 +614,9 @@ def test_cpp_expressions_match_python(name):
         expected = _python_value(fn, n)
         if expected is None:
             with pytest.raises(ValueError, match=r"integer overflow \(int64\) while evaluating"):
-                tt._C.testing.specialization_keys(plan, (x, n))
+                _testing.specialization_keys(plan, (x, n))
             continue
-        (words,) = tt._C.testing.specialization_keys(plan, (x, n))
+        (words,) = _testing.specialization_keys(plan, (x, n))
         assert _signed(words[2]) == expected, (name, n)
 
 
@@ -631,7 +632,7 @@ def test_python_trace_overflow_matches(name):
                 op.trace(x, n)
             continue
         plan = op.trace(x, n)
-        (words,) = tt._C.testing.specialization_keys(plan, (x, n))
+        (words,) = _testing.specialization_keys(plan, (x, n))
         assert _signed(words[2]) == expected
 
 
@@ -654,7 +655,7 @@ def numel_arg(x: torch.Tensor) -> None:
 def test_next_power_of_2_in_cpp(n):
     plan = pow2.trace(torch.empty(5))
     big = torch.empty(1).expand(n)  # stride 0: any size without memory
-    (words,) = tt._C.testing.specialization_keys(plan, (big,))
+    (words,) = _testing.specialization_keys(plan, (big,))
     assert words[2] == triton.next_power_of_2(n)
 
 
@@ -664,7 +665,7 @@ def test_next_power_of_2_overflow():
     plan = pow2.trace(torch.empty(5))
     message = r"integer overflow \(int64\) while evaluating `next_power_of_2\(x.size\(0\)\)`"
     with pytest.raises(ValueError, match=message):
-        tt._C.testing.specialization_keys(plan, (big,))
+        _testing.specialization_keys(plan, (big,))
     with pytest.raises(OverflowError, match="does not fit in int64"):
         pow2.trace(big)
 
@@ -673,11 +674,11 @@ def test_numel_overflow():
     """numel of a stride-0 2**31 x 2**31 tensor is 2**62; twice that leaves int64 (C++ and tracer refuse)."""
     plan = numel_arg.trace(torch.empty(3, 3))
     fits = torch.empty(1, 1).expand(2**31, 2**30)
-    (words,) = tt._C.testing.specialization_keys(plan, (fits,))
+    (words,) = _testing.specialization_keys(plan, (fits,))
     assert words[2] == 2**62
     huge = torch.empty(1, 1).expand(2**31, 2**31)
     with pytest.raises(ValueError, match=r"integer overflow \(int64\) while evaluating `\(x.numel\(\) \* 2\)`"):
-        tt._C.testing.specialization_keys(plan, (huge,))
+        _testing.specialization_keys(plan, (huge,))
     with pytest.raises(OverflowError, match="does not fit in int64"):
         numel_arg.trace(huge)
 
@@ -688,6 +689,6 @@ def test_scalar_overflow_in_cpp():
     x = torch.empty(1)
     plan = op.trace(x, 3)
     with pytest.raises(ValueError, match=r"integer overflow \(int64\) while evaluating `\(\(n \* 3\) - 5\)`"):
-        tt._C.testing.specialization_keys(plan, (x, 2**62))
-    (words,) = tt._C.testing.specialization_keys(plan, (x, 2**61))
+        _testing.specialization_keys(plan, (x, 2**62))
+    (words,) = _testing.specialization_keys(plan, (x, 2**61))
     assert words[2] == 3 * 2**61 - 5

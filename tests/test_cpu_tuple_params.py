@@ -36,6 +36,7 @@ from torch_tile.frontends.triton.kernels import config_fingerprint, launch_confi
 from torch_tile.frontends.triton.writes import written_parameters
 from torch_tile.frontends.triton.frontend import analysed_writes
 from torch_tile.frontends.triton import tuning
+from torch_tile import _testing
 
 import tuple_param_ops as T
 from test_cpu_keys import torch_tile_keys, typed
@@ -310,7 +311,7 @@ def test_do_not_specialize_applies_to_plain_parameters_and_tuple_leaves_as_trito
     assert (q.specialize_alignment, n.specialize) == (False, False)
     assert t_one.kind == K.INT
     _, _, signature, constexprs, attrs = specialize(plan.launches[0].kernel,
-                                                    tt._C.testing.specialization_keys(plan, (_f32(), _f32(), 16))[0],
+                                                    _testing.specialization_keys(plan, (_f32(), _f32(), 16))[0],
                                                     CAPABILITY)
     assert signature["n"] == "i32" and (2,) not in attrs  # not specialised on % 16
     assert signature["t"] == ("*fp32", "i32", "constexpr") and attrs[(0, 1)] == [["tt.divisibility", 16]]

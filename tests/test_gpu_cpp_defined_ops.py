@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import torch
 
-from torch_tile import _C
+from torch_tile import _testing
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module", autouse=True)
 def defined():
-    _C.testing.define_cpp_test_ops()
+    _testing.define_cpp_test_ops()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 import torch_tile as tt
-from torch_tile import _C, _disk_cache
+from torch_tile import _disk_cache
 from torch_tile.frontends.triton import writes
+from torch_tile import _testing
 
 from conftest import requires_cuda
 from test_cpu_hardening_concurrency import THREADS, fail_on, interpret_until, new_ops, run_at_once
@@ -39,7 +40,7 @@ def _variants(calls) -> set:
     for op, case, n in calls:
         args, _ = case(n)
         plan = op.trace(*args)  # traces only: nothing is compiled here
-        for launch, words in zip(plan.launches, _C.testing.specialization_keys(plan, args)):
+        for launch, words in zip(plan.launches, _testing.specialization_keys(plan, args)):
             variants.add((launch.kernel, tuple(words)))
     return variants
 

@@ -21,6 +21,7 @@ import torch_tile as tt
 from torch_tile import kernels as K
 from torch_tile.trace.expr import evaluate
 from torch_tile.frontends.triton.compile import _compile_callback
+from torch_tile import _testing
 
 import launch_kernel_ops as L
 from conftest import requires_cuda, requires_sm90
@@ -42,7 +43,7 @@ def _entries(op, *args) -> tuple[dict, list]:
     """The op's plan for ``args`` and, per launch, the launch metadata of the variant the C++
     launcher runs for them (from the disk cache the launcher filled, or compiled again)."""
     plan = op.trace(*args)
-    keys = tt._C.testing.specialization_keys(plan, args)
+    keys = _testing.specialization_keys(plan, args)
     return plan, [_compile_callback(step.kernel, words, device_capability())
                   for step, words in zip(plan.launches, keys)]
 

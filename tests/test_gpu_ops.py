@@ -13,6 +13,7 @@ import triton.language as tl
 import torch_tile as tt
 from torch_tile import kernels as K
 from torch_tile.frontends.triton.kernels import kernel_id
+from torch_tile import _testing
 
 from conftest import requires_cuda
 
@@ -155,7 +156,7 @@ def test_binary_identical_to_triton_jit():
         out = torch.empty_like(x)
         theirs = K.add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
         plan = K.add.trace(x, y)
-        words = tt._C.testing.specialization_keys(plan, (x, y))[0]
+        words = _testing.specialization_keys(plan, (x, y))[0]
         ours, _ = tt.compile_variant(plan.launches[0].kernel, words, 90)
         assert ours.asm["cubin"] == theirs.asm["cubin"]
         assert ours.metadata.name == theirs.metadata.name
@@ -164,7 +165,7 @@ def test_binary_identical_to_triton_jit():
     theirs = K.softmax_kernel[(10,)](out, s, s.stride(0), out.stride(0), 3000, BLOCK=4096, ACC=tl.float32,
                                     num_warps=8)
     plan = K.softmax.trace(s)
-    ours, _ = tt.compile_variant(plan.launches[0].kernel, tt._C.testing.specialization_keys(plan, (s,))[0], 90)
+    ours, _ = tt.compile_variant(plan.launches[0].kernel, _testing.specialization_keys(plan, (s,))[0], 90)
     assert ours.asm["cubin"] == theirs.asm["cubin"]
 
 
@@ -213,7 +214,7 @@ def test_dispatcher_call_from_cpp():
     x = torch.randn(1024, device="cuda")
     y = torch.randn(1024, device="cuda")
     torch.ops.tile.add(x, y)
-    seconds = tt._C.testing.bench_dispatcher("tile::add", (x, y), 10)
+    seconds = _testing.bench_dispatcher("tile::add", (x, y), 10)
     assert seconds > 0
 
 
@@ -293,7 +294,7 @@ def test_large_shared_memory_opt_in():
         return c
 
     plan = big_matmul.trace(a, b)
-    compiled, _ = tt.compile_variant(plan.launches[0].kernel, tt._C.testing.specialization_keys(plan, (a, b))[0], 90)
+    compiled, _ = tt.compile_variant(plan.launches[0].kernel, _testing.specialization_keys(plan, (a, b))[0], 90)
     assert compiled.metadata.shared > 49152, compiled.metadata.shared
     got = torch.ops.tile_test.big_matmul(a, b)
     torch.testing.assert_close(got.float(), a.float() @ b.float(), atol=0.5, rtol=2e-2)
@@ -320,7 +321,7 @@ def tma_add_one(x: torch.Tensor) -> torch.Tensor:
 def test_global_scratch_memory_from_the_caching_allocator():
     x = torch.randn(256, 192, device="cuda")
     plan = tma_add_one.trace(x)
-    compiled, _ = tt.compile_variant(plan.launches[0].kernel, tt._C.testing.specialization_keys(plan, (x,))[0], 90)
+    compiled, _ = tt.compile_variant(plan.launches[0].kernel, _testing.specialization_keys(plan, (x,))[0], 90)
     assert compiled.metadata.global_scratch_size > 0  # the kernel really takes the trailing scratch pointer
     torch.testing.assert_close(torch.ops.tile_test.tma_add_one(x), x + 1)
 
@@ -337,6 +338,6 @@ def test_num_ctas_cluster_launch():
     x = torch.randn(10_000, device="cuda")
     y = torch.randn(10_000, device="cuda")
     plan = add_clustered.trace(x, y)
-    compiled, _ = tt.compile_variant(plan.launches[0].kernel, tt._C.testing.specialization_keys(plan, (x, y))[0], 90)
+    compiled, _ = tt.compile_variant(plan.launches[0].kernel, _testing.specialization_keys(plan, (x, y))[0], 90)
     assert compiled.metadata.num_ctas == 2
     torch.testing.assert_close(torch.ops.tile_test.add_clustered(x, y), x + y)

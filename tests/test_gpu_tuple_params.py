@@ -19,6 +19,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 import torch_tile as tt
 from torch_tile.frontends.triton import autotune
+from torch_tile import _testing
 
 import tuple_param_ops as T
 from conftest import requires_cuda, requires_sm90
@@ -39,7 +40,7 @@ def _seed():
 def _variant_cubin(op, args) -> bytes:
     """The cubin of the variant the native path launches for op(*args) (its only launch)."""
     plan = op.trace(*args)
-    words = tt._C.testing.specialization_keys(plan, tuple(args))[0]
+    words = _testing.specialization_keys(plan, tuple(args))[0]
     compiled, _ = tt.compile_variant(plan.launches[0].kernel, words, device_capability())
     return compiled.asm["cubin"]
 

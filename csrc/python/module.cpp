@@ -1,5 +1,5 @@
 // torch_tile._C: registers tile ops, frontends and kernels from Python, and
-// exposes the runtime's counters; benchmarks and probes are in _C.testing.
+// exposes the runtime's counters; benchmarks and probes are the separate torch_tile._testing.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -16,7 +16,6 @@
 #include "../torch/native_op.h"
 #include "../torch/written_argument_check.h"
 #include "../runtime/kernel_registry.h"
-#include "../testing/testing_module.h"
 #include "../runtime/plan_serialization.h"
 #include "binary_from_python.h"
 #include "bundle_bindings.h"
@@ -214,5 +213,4 @@ PYBIND11_MODULE(_C, m) {
   bind_bundles(m);
   bind_fast_caller(m);
   bind_nvrtc(m);
-  bind_testing(m);
 }

@@ -1,4 +1,7 @@
-#include "testing_module.h"
+// torch_tile._testing: benchmarks and probes of the native runtime, an extension module of its own that the
+// shipped package never imports (tests and benchmarks do). It uses _C's types (LaunchPlan...), so _C is
+// imported first.
+#include <pybind11/pybind11.h>
 
 #include "benchmarks.h"
 #include "cpp_defined_ops.h"
@@ -6,15 +9,12 @@
 #include "runtime_probes.h"
 #include "tensor_map_probe.h"
 
-namespace torch_tile {
-
-void bind_testing(pybind11::module_& parent) {
-  pybind11::module_ m = parent.def_submodule("testing", "Benchmarks and probes of the native runtime");
-  bind_benchmarks(m);
-  bind_cpp_defined_ops(m);
-  bind_key_probe(m);
-  bind_tensor_map_probe(m);
-  bind_runtime_probes(m);
+PYBIND11_MODULE(_testing, m) {
+  pybind11::module_::import("torch_tile._C");
+  m.doc() = "Benchmarks and probes of torch_tile's native runtime (tests and benchmarks only)";
+  torch_tile::bind_benchmarks(m);
+  torch_tile::bind_cpp_defined_ops(m);
+  torch_tile::bind_key_probe(m);
+  torch_tile::bind_tensor_map_probe(m);
+  torch_tile::bind_runtime_probes(m);
 }
-
-}  // namespace torch_tile
