@@ -41,7 +41,9 @@ INCLUDE_DIRS = [os.path.join(ROOT, "csrc"), os.path.join(ROOT, "csrc", "include"
 
 
 def sources(*layers):
-    return [f for layer in layers for f in sorted(glob.glob(os.path.join("csrc", layer, "*.cpp")))]
+    """The layers' C++ files, their subfolders' too (csrc/runtime is grouped by concern)."""
+    return [f for layer in layers for f in sorted(glob.glob(os.path.join("csrc", layer, "**", "*.cpp"),
+                                                            recursive=True))]
 
 
 def library() -> CppExtension:

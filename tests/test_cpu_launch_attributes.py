@@ -1,7 +1,7 @@
 """CPU tests: launch options that become CUDA launch attributes
 (``launch_pdl`` -> programmatic stream serialization, ``launch_cooperative_grid``
 -> cooperative launch) reach the compiled variant's metadata, which the C++
-launcher turns into ``cuLaunchKernelEx`` attributes (csrc/runtime/plan_executor.cpp);
+launcher turns into ``cuLaunchKernelEx`` attributes (csrc/runtime/launch/plan_executor.cpp);
 and a kernel that torch's write analysis cannot analyse (impure inline asm, as
 PDL's ``griddepcontrol``) is trusted as declared instead of being refused.
 Compiled for sm_90 without a GPU."""

@@ -6,6 +6,7 @@ counted."""
 import ast
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -125,3 +126,15 @@ def test_the_package_never_loads_the_testing_module():
                          env={**os.environ, "PYTHONPATH": str(ROOT.parent)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_native_runtime_includes_no_torch_and_no_python():
+    """csrc/runtime (every folder of it) is the layer a LibTorch-free build could take: no ATen, c10, torch,
+    pybind11 or Python header, and nothing of the layers above it."""
+    csrc = ROOT.parent / "csrc"
+    files = sorted(p for p in (csrc / "runtime").rglob("*") if p.suffix in (".h", ".cpp"))
+    assert len(files) > 40 and any(p.parent.name == "plan" for p in files)
+    forbidden = re.compile(r'#include [<"](ATen/|c10/|torch/|pybind11/|Python\.h|python/|testing/)')
+    offenders = [f"{p.relative_to(csrc)}: {line.strip()}" for p in files for line in p.read_text().splitlines()
+                 if forbidden.match(line.strip())]
+    assert offenders == []

@@ -1,5 +1,5 @@
 """The launch-plan format in Python: every kind, code and structure comes from
-the C++ runtime, where the format is defined once (csrc/runtime/launch_plan.h,
+the C++ runtime, where the format is defined once (csrc/runtime/plan/launch_plan.h,
 bound in csrc/python/plan_bindings.cpp). The tracer builds these objects
 directly and C++ takes them as they are. docs/ARCHITECTURE.md, "The launch
 plan", describes each field."""

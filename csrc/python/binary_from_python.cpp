@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 
 namespace py = pybind11;
 

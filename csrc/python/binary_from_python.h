@@ -4,7 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "../runtime/compiled_kernel.h"
+#include "runtime/kernels/compiled_kernel.h"
 
 namespace torch_tile {
 

@@ -9,9 +9,9 @@
 
 #include <torch_tile/torch_tile.h>
 
-#include "../runtime/bundle.h"
-#include "../runtime/bundled_variants.h"
-#include "../runtime/kernel_registry.h"
+#include "runtime/kernels/bundle.h"
+#include "runtime/kernels/bundled_variants.h"
+#include "runtime/kernels/kernel_registry.h"
 #include "../torch/error_translation.h"
 #include "../torch/native_op.h"
 #include "../torch/op_library.h"

@@ -8,15 +8,15 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/extension.h>
 
-#include "../runtime/counters.h"
-#include "../runtime/error.h"
+#include "runtime/counters.h"
+#include "runtime/error.h"
 #include "../torch/caller_keys.h"
 #include "../torch/error_translation.h"
-#include "../runtime/limits.h"
+#include "runtime/plan/limits.h"
 #include "../torch/native_op.h"
 #include "../torch/written_argument_check.h"
-#include "../runtime/kernel_registry.h"
-#include "../runtime/plan_serialization.h"
+#include "runtime/kernels/kernel_registry.h"
+#include "runtime/plan/plan_serialization.h"
 #include "binary_from_python.h"
 #include "bundle_bindings.h"
 #include "fast_caller.h"

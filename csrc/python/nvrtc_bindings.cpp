@@ -2,8 +2,8 @@
 
 #include <pybind11/stl.h>
 
-#include "../runtime/cuda_source_kernels.h"
-#include "../runtime/nvrtc.h"
+#include "runtime/kernels/cuda_source_kernels.h"
+#include "runtime/nvrtc/nvrtc.h"
 #include "../torch/error_translation.h"
 #include "interpreter_exit.h"
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "../runtime/error.h"
-#include "../runtime/kernel_cache.h"
-#include "../runtime/kernel_registry.h"
-#include "../runtime/launch_plan.h"
-#include "../runtime/specialization_key.h"
+#include "runtime/error.h"
+#include "runtime/kernels/kernel_cache.h"
+#include "runtime/kernels/kernel_registry.h"
+#include "runtime/plan/launch_plan.h"
+#include "runtime/launch/specialization_key.h"
 #include "../torch/dtype_map.h"
 #include "../torch/schema_arg_kinds.h"
 
@@ -64,7 +64,7 @@ std::shared_ptr<KernelCache> kernel_by_id(int64_t id) {
 }
 
 void bind_kinds(py::module_& m) {
-  py::enum_<ExprOp>(m, "ExprOp", "Opcodes of plan expressions (csrc/runtime/expr.h)", py::arithmetic())
+  py::enum_<ExprOp>(m, "ExprOp", "Opcodes of plan expressions (csrc/runtime/plan/expr.h)", py::arithmetic())
       .value("CONST", ExprOp::Const).value("SIZE", ExprOp::Size).value("STRIDE", ExprOp::Stride)
       .value("NUMEL", ExprOp::Numel).value("SCALAR", ExprOp::Scalar).value("ADD", ExprOp::Add)
       .value("SUB", ExprOp::Sub).value("MUL", ExprOp::Mul).value("FLOORDIV", ExprOp::FloorDiv)
@@ -76,7 +76,7 @@ void bind_kinds(py::module_& m) {
       .value("IS_NONE", ExprOp::IsNone).value("DATA_PTR", ExprOp::DataPtr).value("STR_EQ", ExprOp::StrEq)
       .value("FLOAT_BITS", ExprOp::FloatBits).value("LIST_LEN", ExprOp::ListLen)
       .value("LIST_ITEM", ExprOp::ListItem).value("BIT_LENGTH", ExprOp::BitLength);
-  py::enum_<BindingKind>(m, "BindingKind", "How a kernel parameter gets its value (csrc/runtime/launch_plan.h)", py::arithmetic())
+  py::enum_<BindingKind>(m, "BindingKind", "How a kernel parameter gets its value (csrc/runtime/plan/launch_plan.h)", py::arithmetic())
       .value("TENSOR", BindingKind::Tensor).value("INT", BindingKind::Int).value("BOOL", BindingKind::Bool)
       .value("FLOAT", BindingKind::Float).value("CONSTEXPR", BindingKind::Constexpr)
       .value("STATIC", BindingKind::Static).value("TENSORDESC", BindingKind::TensorDesc);
@@ -111,7 +111,7 @@ void bind_kinds(py::module_& m) {
         if (code < 0 || code >= int64_t(c10::ScalarType::NumOptions)) throw py::value_error("not a ScalarType code");
         return torch_dtype_of(c10::ScalarType(code));
       }, py::arg("code"), "The torch.dtype of a ScalarType code (enum_code's inverse for dtypes).");
-  // The specialization key's words (csrc/runtime/specialization_key.h), for
+  // The specialization key's words (csrc/runtime/launch/specialization_key.h), for
   // the frontend that turns a key back into representative arguments.
   py::module_ kw = m.def_submodule("key_word", "Encoding of specialization-key words");
   kw.attr("NOT_SPECIALIZED") = key_word::kNotSpecialized;

@@ -5,7 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "../runtime/plan_serialization.h"
+#include "runtime/plan/plan_serialization.h"
 
 namespace torch_tile {
 

@@ -2,8 +2,8 @@
 
 #include <torch/csrc/jit/python/pybind_utils.h>
 
-#include "../runtime/counters.h"
-#include "../runtime/error.h"
+#include "runtime/counters.h"
+#include "runtime/error.h"
 #include "../torch/caller_keys.h"
 #include "binary_from_python.h"
 #include "interpreter_exit.h"

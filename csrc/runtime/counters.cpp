@@ -1,4 +1,4 @@
-#include "counters.h"
+#include "runtime/counters.h"
 
 namespace torch_tile {
 

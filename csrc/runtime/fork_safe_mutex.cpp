@@ -1,4 +1,4 @@
-#include "fork_safe_mutex.h"
+#include "runtime/fork_safe_mutex.h"
 
 #include <pthread.h>
 

@@ -15,9 +15,9 @@
 #include <x86intrin.h>
 #endif
 
-#include "../runtime/cuda_driver.h"
-#include "../runtime/launch_observer.h"
-#include "../runtime/plan_executor.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/launch/launch_observer.h"
+#include "runtime/launch/plan_executor.h"
 #include "../torch/dtype_map.h"
 #include "../torch/error_translation.h"
 #include "../torch/output_allocation.h"

@@ -3,9 +3,9 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 
-#include "../runtime/call_args.h"
-#include "../runtime/error.h"
-#include "../runtime/plan_executor.h"
+#include "runtime/plan/call_args.h"
+#include "runtime/error.h"
+#include "runtime/launch/plan_executor.h"
 #include "../torch/dtype_map.h"
 #include "../torch/error_translation.h"
 #include "../torch/output_allocation.h"

@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "../runtime/compiled_kernel.h"
-#include "../runtime/cuda_driver.h"
-#include "../runtime/error.h"
-#include "../runtime/inline_cache.h"
-#include "../runtime/plan_set.h"
+#include "runtime/kernels/compiled_kernel.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/error.h"
+#include "runtime/launch/inline_cache.h"
+#include "runtime/plan/plan_set.h"
 
 namespace py = pybind11;
 

@@ -2,8 +2,8 @@
 
 #include <pybind11/stl.h>
 
-#include "../runtime/error.h"
-#include "../runtime/tensor_map.h"
+#include "runtime/error.h"
+#include "runtime/cuda/tensor_map.h"
 #include "../torch/error_translation.h"
 #include "../python/binary_from_python.h"
 

@@ -4,7 +4,7 @@
 #include <ATen/ScalarOps.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 
 namespace torch_tile {
 namespace {

@@ -7,8 +7,8 @@
 
 #include <functional>
 
-#include "../runtime/call_args.h"
-#include "../runtime/launch_plan.h"
+#include "runtime/plan/call_args.h"
+#include "runtime/plan/launch_plan.h"
 
 namespace torch_tile {
 

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <mutex>
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 #include "caller_keys.h"
 #include "error_translation.h"
 #include "native_backward.h"

@@ -6,12 +6,12 @@
 // tracing; an op it has (defined from Python) only gets the plans.
 #include <torch_tile/torch_tile.h>
 
-#include "../runtime/bundle.h"
-#include "../runtime/byte_io.h"
-#include "../runtime/bundled_variants.h"
-#include "../runtime/fork_safe_mutex.h"
-#include "../runtime/kernel_registry.h"
-#include "../runtime/plan_set.h"
+#include "runtime/kernels/bundle.h"
+#include "runtime/plan/byte_io.h"
+#include "runtime/kernels/bundled_variants.h"
+#include "runtime/fork_safe_mutex.h"
+#include "runtime/kernels/kernel_registry.h"
+#include "runtime/plan/plan_set.h"
 #include "aten_step.h"
 #include "error_translation.h"
 #include "native_op.h"

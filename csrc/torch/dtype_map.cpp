@@ -1,6 +1,6 @@
 #include "dtype_map.h"
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 
 namespace torch_tile {
 namespace {

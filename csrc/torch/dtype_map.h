@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "../runtime/tensor_arg.h"
+#include "runtime/plan/tensor_arg.h"
 
 namespace torch_tile {
 

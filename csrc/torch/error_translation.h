@@ -2,7 +2,7 @@
 // TypeError, NotImplementedError or RuntimeError.
 #pragma once
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 
 namespace torch_tile {
 

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "../runtime/error.h"
-#include "../runtime/evaluation_site.h"
+#include "runtime/error.h"
+#include "runtime/plan/evaluation_site.h"
 #include "op_library.h"
 #include "torch_launch_host.h"
 

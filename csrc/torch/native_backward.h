@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../runtime/launch_plan.h"
+#include "runtime/plan/launch_plan.h"
 #include "native_op.h"
 
 namespace torch_tile {

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
-#include "../runtime/counters.h"
-#include "../runtime/device_info.h"
-#include "../runtime/plan_executor.h"
+#include "runtime/counters.h"
+#include "runtime/cuda/device_info.h"
+#include "runtime/launch/plan_executor.h"
 #include "aten_step.h"
 #include "autograd_kernel.h"
 #include "native_backward.h"

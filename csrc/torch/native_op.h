@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "../runtime/kernel_cache.h"
-#include "../runtime/launch_plan.h"
-#include "../runtime/plan_executor.h"
-#include "../runtime/plan_serialization.h"
-#include "../runtime/plan_set.h"
+#include "runtime/kernels/kernel_cache.h"
+#include "runtime/plan/launch_plan.h"
+#include "runtime/launch/plan_executor.h"
+#include "runtime/plan/plan_serialization.h"
+#include "runtime/plan/plan_set.h"
 
 namespace torch_tile {
 

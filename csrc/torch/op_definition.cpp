@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <utility>
 
-#include "../runtime/byte_io.h"
-#include "../runtime/cuda_source_kernels.h"
-#include "../runtime/error.h"
-#include "../runtime/kernel_registry.h"
-#include "../runtime/limits.h"
-#include "../runtime/plan_serialization.h"
+#include "runtime/plan/byte_io.h"
+#include "runtime/kernels/cuda_source_kernels.h"
+#include "runtime/error.h"
+#include "runtime/kernels/kernel_registry.h"
+#include "runtime/plan/limits.h"
+#include "runtime/plan/plan_serialization.h"
 #include "dtype_map.h"
 #include "error_translation.h"
 #include "native_op.h"

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <vector>
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 
 namespace torch_tile {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 #include "dtype_map.h"
 
 namespace torch_tile {

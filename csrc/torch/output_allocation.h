@@ -5,7 +5,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/DispatchKeySet.h>
 
-#include "../runtime/launch_plan.h"
+#include "runtime/plan/launch_plan.h"
 
 namespace torch_tile {
 

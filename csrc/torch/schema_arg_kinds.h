@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "../runtime/launch_plan.h"
+#include "runtime/plan/launch_plan.h"
 
 namespace torch_tile {
 

@@ -5,7 +5,7 @@
 #include <c10/core/TensorOptions.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 #include "aten_step.h"
 #include "dtype_map.h"
 #include "output_allocation.h"

@@ -8,7 +8,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/SmallVector.h>
 
-#include "../runtime/plan_executor.h"
+#include "runtime/launch/plan_executor.h"
 
 namespace torch_tile {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "../runtime/error.h"
+#include "runtime/error.h"
 
 namespace torch_tile {
 namespace {
@@ -28,7 +28,7 @@ bool has_internal_overlap(const at::Tensor& t) {
 }
 
 // "(2, 0)": no iostreams (their number formatting crashes inside torch 2.11's
-// process, a libstdc++ mismatch; see csrc/runtime/tensor_map.cpp).
+// process, a libstdc++ mismatch; see csrc/runtime/cuda/tensor_map.cpp).
 std::string strides_text(const at::Tensor& t) {
   std::string s = "(";
   for (size_t d = 0; d < t.strides().size(); ++d) s += (d ? ", " : "") + std::to_string(t.strides()[d]);

@@ -19,7 +19,7 @@ from .._plan import ExprOp
 from .state import current_tracer
 
 
-# The opcodes, from the C++ runtime (csrc/runtime/expr.h).
+# The opcodes, from the C++ runtime (csrc/runtime/plan/expr.h).
 Op = ExprOp
 
 

@@ -51,7 +51,7 @@ class IntExpr {
  public:
   IntExpr(int64_t value);  // NOLINT(google-explicit-constructor): constants mix with sizes, `n + 1`
   IntExpr(int value) : IntExpr(int64_t(value)) {}  // NOLINT(google-explicit-constructor)
-  // The plan's postfix bytecode (csrc/runtime/expr.h) and a rendering for messages.
+  // The plan's postfix bytecode (csrc/runtime/plan/expr.h) and a rendering for messages.
   IntExpr(std::vector<int64_t> code, std::string text) : code_(std::move(code)), text_(std::move(text)) {}
   const std::vector<int64_t>& code() const { return code_; }
   const std::string& text() const { return text_; }
@@ -260,7 +260,7 @@ using OpBody = std::function<void(OpBuilder&)>;
 // needs a Tensor argument. Thread-safe; defining a name twice is an error.
 void define_op(const std::string& schema, OpBody body);
 
-// The op's plans, serialized (csrc/runtime/plan_serialization.h: the format
+// The op's plans, serialized (csrc/runtime/plan/plan_serialization.h: the format
 // traced ops export), e.g. to ship in a bundle or check what a body built.
 std::string export_plans(const std::string& qualname);
 
