@@ -198,7 +198,7 @@ def test_the_audit_finds_the_locks_it_should():
     for expected in ("torch_tile.frontends.triton.codegen_lock._lock (exclusive)",
                      "torch_tile.frontends.triton.codegen_lock._parsing",
                      "torch_tile._disk_cache._active_lock", "torch_tile._disk_cache._active._lock",
-                     "torch_tile._launch_mode._patch_lock", "torch_tile.frontends.triton.kernels._registry.lock",
+                     "torch_tile._launch_mode._patch_lock", "torch_tile.frontends.triton.kernels.REGISTRY._lock",
                      "torch_tile.frontends.cuda.kernels.REGISTRY._lock"):
         assert any(w == expected for w in where), (expected, sorted(where))
 

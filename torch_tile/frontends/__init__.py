@@ -7,7 +7,7 @@ implement and their registry."""
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Callable
 
 from .. import _C, _process_locks
 
@@ -47,13 +47,16 @@ def plain_launch_metadata(name: str, cubin: bytes, block: tuple[int, int, int], 
 
 class KernelRegistry:
     """One frontend's kernels and launch configurations by stable id, for its compile callback (kernels are
-    registered with the runtime on first use)."""
+    registered with the runtime on first use). Ids are computed once per kernel object and per configuration
+    key (``kernel_id`` / ``config_id``: an id's inputs, such as Triton's ``cache_key``, may cost a source parse)."""
 
     def __init__(self, frontend: str):
         self.frontend = frontend
         self._lock = _process_locks.lock()
         self.kernels: dict[int, Any] = {}  # id -> the first kernel with it
         self.configs: dict[int, Any] = {}
+        self._kernel_ids: dict[int, tuple[int, Any]] = {}  # id(kernel) -> (its id, the kernel: kept, so never reused)
+        self._config_ids: dict[Any, int] = {}  # a configuration's hashable key -> its id
 
     def kernel(self, kid: int, kernel: Any, name: str) -> int:
         with self._lock:
@@ -62,9 +65,31 @@ class KernelRegistry:
                 _C.register_kernel(kid, name, self.frontend)
         return kid
 
+    def kernel_id(self, kernel: Any, make_id: Callable[[], int], name: str) -> int:
+        """``kernel``'s id: ``make_id()`` the first time this object is seen."""
+        with self._lock:
+            known = self._kernel_ids.get(id(kernel))
+        if known is not None:
+            return known[0]
+        kid = self.kernel(make_id(), kernel, name)
+        with self._lock:
+            self._kernel_ids[id(kernel)] = (kid, kernel)
+        return kid
+
     def config(self, cid: int, config: Any) -> int:
         with self._lock:
             self.configs.setdefault(cid, config)
+        return cid
+
+    def config_id(self, key: Any, make_id: Callable[[], int], config: Any) -> int:
+        """The id of the configuration ``key`` stands for: ``make_id()`` the first time the key is seen."""
+        with self._lock:
+            cid = self._config_ids.get(key)
+        if cid is not None:
+            return cid
+        cid = self.config(make_id(), config)
+        with self._lock:
+            self._config_ids[key] = cid
         return cid
 
     def config_for(self, kid: int, cid: int, kind: str) -> Any:

@@ -8,14 +8,12 @@ bundle, or a plan written by one process and read by another)."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from triton.runtime.jit import JITFunction
 
-from ... import _C, _process_locks
-from .. import UNKNOWN_CONFIG, stable_id
+from .. import UNKNOWN_CONFIG, KernelRegistry, stable_id
 from .codegen_lock import source_parsing
 from .tuples import TupleShape, stable
 
@@ -33,17 +31,7 @@ class LaunchConfig:
     tuples: dict[str, TupleShape] = field(default_factory=dict)  # the structure of each tuple parameter
 
 
-@dataclass
-class _Registry:
-    lock: threading.Lock = field(default_factory=_process_locks.lock)
-    # id(JITFunction) -> (kernel id, the JITFunction): held, so that its id() is never reused by another object
-    kernel_ids: dict[int, tuple[int, JITFunction]] = field(default_factory=dict)
-    kernels: dict[int, JITFunction] = field(default_factory=dict)  # kernel id -> the first kernel with it
-    config_ids: dict[Any, int] = field(default_factory=dict)
-    configs: dict[int, LaunchConfig] = field(default_factory=dict)
-
-
-_registry = _Registry()
+REGISTRY = KernelRegistry(FRONTEND)
 
 
 def cache_key(fn: JITFunction) -> str:
@@ -54,22 +42,10 @@ def cache_key(fn: JITFunction) -> str:
 
 
 def kernel_id(kernel: JITFunction) -> int:
-    """The kernel's stable id (registered with C++ on first use)."""
-    with _registry.lock:
-        known = _registry.kernel_ids.get(id(kernel))
-        if known is not None:
-            return known[0]
-    kid = stable_id("kernel", kernel.fn.__module__ + "." + kernel.fn.__qualname__, cache_key(kernel))
-    with _registry.lock:
-        # Same name, source and dependencies: the same binary, whichever object compiles it.
-        _registry.kernels.setdefault(kid, kernel)
-        _registry.kernel_ids[id(kernel)] = (kid, kernel)
-        _C.register_kernel(kid, kernel.fn.__name__, FRONTEND)
-        return kid
-
-
-def kernel_of(kid: int) -> JITFunction:
-    return _registry.kernels[kid]
+    """The kernel's stable id (registered with C++ on first use). Same name, source and dependencies: the same
+    binary, whichever object compiles it."""
+    return REGISTRY.kernel_id(kernel, lambda: stable_id("kernel", kernel.fn.__module__ + "." + kernel.fn.__qualname__,
+                                                        cache_key(kernel)), kernel.fn.__name__)
 
 
 def _hashable(value: Any) -> Any:
@@ -89,20 +65,12 @@ def config_id(config: LaunchConfig) -> int:
         tuple(sorted((k, _hashable(v)) for k, v in config.options.items())),
         tuple(config.tuples.items()),
     )
-    with _registry.lock:
-        cid = _registry.config_ids.get(key)
-        if cid is not None:
-            return cid
-    cid = stable_id("config", config_fingerprint(config))
-    with _registry.lock:
-        _registry.configs.setdefault(cid, config)
-        _registry.config_ids[key] = cid
-        return cid
+    return REGISTRY.config_id(key, lambda: stable_id("config", config_fingerprint(config)), config)
 
 
 def launch_config(cid: int) -> LaunchConfig:
     """The configuration of an id this process traced (LookupError otherwise)."""
-    config = _registry.configs.get(cid)
+    config = REGISTRY.configs.get(cid)
     if config is None:
         raise LookupError("torch_tile: Triton kernel " + UNKNOWN_CONFIG.format(cid=cid))
     return config
