@@ -1,6 +1,7 @@
 """Small ops for the hardening tests (tests/test_{cpu,gpu}_hardening.py),
 defined once so that both files can run in one process."""
 
+import pytest
 import torch
 import triton
 import triton.language as tl
@@ -73,3 +74,15 @@ def grid_copy(x: torch.Tensor, gx: int, gy: int, gz: int) -> torch.Tensor:
     out = torch.zeros_like(x)
     grid_copy_kernel[(gx, gy, gz)](x, out, x.numel(), BLOCK=128)
     return out
+
+
+def check_allocation_rank_past_the_limit(x: torch.Tensor) -> None:
+    """What no plan holds (a rank past the limit): alloc_strict raises a TraceError naming the op; alloc falls
+    back and its body runs as it would without torch_tile (on x's device)."""
+    rank = tt._C.MAX_SHAPE_RANK + 1
+    with pytest.raises(tt.TraceError, match=rf"hardening::alloc_strict: .*allocation of rank {rank}; at most"):
+        alloc_strict(x, rank, 1)
+    with pytest.warns(RuntimeWarning, match=rf"hardening::alloc: calls like this one run the op body in Python .*"
+                                            rf"allocation of rank {rank}; at most"):
+        out = alloc(x, rank, 1)
+    assert torch.equal(out, torch.zeros([1] * rank, device=x.device))
