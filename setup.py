@@ -29,7 +29,7 @@ with open(os.path.join(ROOT, "torch_tile", "_version.py")) as f:
     VERSION = re.search(r'__version__ = "([^"]+)"', f.read()).group(1)
 
 
-# Opt-in sanitizer build (scripts/sanitize.sh sets it): AddressSanitizer and
+# Opt-in sanitizer build (dev/sanitize.sh sets it): AddressSanitizer and
 # UndefinedBehaviorSanitizer, aborting on the first report; -O1 after -O3 keeps
 # stack traces accurate; -fno-wrapv undoes the -fwrapv that Python's CFLAGS bring, which would
 # otherwise turn UBSan's signed-overflow check off. Unset, the build is unchanged.

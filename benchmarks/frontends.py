@@ -23,7 +23,7 @@ Host rows are measured in interleaved rounds (best, median and worst round repor
 
 The cuTile rows need cuda-tile; a row that cannot run here (cuTile missing, or
 its compiler failing on this machine) is reported as missing, with why. With
-$TORCH_TILE_CUTILE_BUNDLE (scripts/cutile_bundle.py) the cuTile op's variants
+$TORCH_TILE_CUTILE_BUNDLE (dev/cutile_bundle.py) the cuTile op's variants
 come from that bundle. Targets: each frontend's op through torch_tile within
 1.1x of the Triton op's host time, and >= 2x faster than that frontend's own
 Python launch. Needs a CUDA GPU.

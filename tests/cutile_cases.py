@@ -1,5 +1,5 @@
 """The calls the cuTile GPU tests make (tests/test_gpu_cutile.py), shared with
-scripts/cutile_bundle.py, which compiles their variants ahead of time into a
+dev/cutile_bundle.py, which compiles their variants ahead of time into a
 bundle where cuTile's compiler runs (the lent H200's image cannot run tileiras;
 the cubins it makes elsewhere run there)."""
 

@@ -121,6 +121,7 @@ def test_the_package_never_loads_the_testing_module():
     """Benchmarks and probes are torch_tile._testing, for tests and benchmarks only: importing the package, its
     kernels, bundles and demo loads no part of it."""
     code = ("import sys, torch_tile, torch_tile.kernels, torch_tile.bundle, torch_tile.demo, torch_tile.info; "
+            "assert not hasattr(torch_tile._C, 'testing'); "
             "print(sorted(m for m in sys.modules if m.startswith('torch_tile._testing')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(ROOT.parent)})

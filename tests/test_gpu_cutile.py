@@ -1,11 +1,11 @@
 """cuTile kernels on the GPU: tile::softmax_cutile (its kernel in cuda.tile,
 launched with ct.launch in the body) against torch, the Triton tile::softmax and
 cuTile's own launch of the same kernel, strided rows, a CUDA graph and
-torch.compile. With $TORCH_TILE_CUTILE_BUNDLE (scripts/cutile_bundle.py) the
+torch.compile. With $TORCH_TILE_CUTILE_BUNDLE (dev/cutile_bundle.py) the
 variants come from that bundle, compiled where tileiras runs; otherwise they
 compile here. Where tileiras cannot run (the lent H200), cuTile's own launch
 finds its cubins only in the cuTile cache written beside that bundle
-(scripts/cutile_device.sh), so it runs only if torch_tile specialised each call
+(dev/cutile_device.sh), so it runs only if torch_tile specialised each call
 exactly as cuTile does."""
 
 from __future__ import annotations

@@ -5,13 +5,13 @@
 # benchmark tables, example, demo) and each benchmark's JSON and PNG. The device
 # tool returns at most 8 files: pick three benchmarks with BENCHMARKS (default:
 # all four); RUN_EXAMPLES=0 skips the training example and the demo. A failed
-# build prints its errors. SANITIZE=1 then runs scripts/gpu_sanitize.sh (compute-sanitizer memcheck
+# build prints its errors. SANITIZE=1 then runs dev/gpu_sanitize.sh (compute-sanitizer memcheck
 # over the example-op tests, racecheck on softmax/layer_norm) into one more file, sanitizer.log:
 # with it, pick at most two benchmarks to stay within 8 files.
-# Usage (GPU machine): bash scripts/gpu_check.sh [pytest paths/args; default: all tests]
+# Usage (GPU machine): bash dev/gpu_check.sh [pytest paths/args; default: all tests]
 OUT="${OUT:-$(cd "$(dirname "$0")/.." && pwd)/gpu_out}"
 mkdir -p "$OUT"
-source "$(dirname "$0")/env.sh"  # sets $PY, builds in place (exits on a failed build)
+source "$(dirname "$0")/../scripts/env.sh"  # sets $PY, builds in place (exits on a failed build)
 export PYTHONUNBUFFERED=1
 status=0
 if [ $# -gt 0 ]; then tests=("$@"); else tests=(tests/test_gpu_*.py); fi

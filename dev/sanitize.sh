@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU test suite (tests/test_cpu_*.py) under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Usage: bash scripts/sanitize.sh [pytest paths/args; default: tests/test_cpu_*.py]
+# Usage: bash dev/sanitize.sh [pytest paths/args; default: tests/test_cpu_*.py]
 #
 # It never touches the in-place build (torch_tile/_C*.so, build/): it mirrors the working tree into
 # $SANITIZE_DIR/src (default .sanitize/src, git-ignored; only changed files are copied, so ninja
@@ -13,7 +13,7 @@
 # report found there is copied to logs/ubsan.stderr.
 # Exit status: non-zero on a test failure OR any sanitizer report.
 # Third-party reports (torch, Triton, numpy, compilers run as subprocesses) are suppressed only
-# where listed, with a reason each, in scripts/asan.supp and scripts/ubsan.supp.
+# where listed, with a reason each, in dev/asan.supp and dev/ubsan.supp.
 # SANITIZE_PATCH=file.patch applies a patch (-p1) to the copy only: a way to check that the script
 # catches a planted bug without touching the real tree. SANITIZE_REF=<commit> tests that commit
 # instead of the working tree.
@@ -75,7 +75,7 @@ for lib in "$ASAN_LIB" "$STDCXX_LIB"; do
   [ -f "$lib" ] || { echo "sanitize: $CXX -print-file-name found no ${lib##*/}" >&2; exit 1; }
 done
 rm -f "$LOGS"/asan.* "$LOGS"/ubsan.* "$LOGS/pytest.log"
-SUPP="$TREE/scripts"  # this tree's suppressions, also with SANITIZE_REF
+SUPP="$TREE/dev"  # this tree's suppressions, also with SANITIZE_REF
 # detect_leaks=0: CPython and torch keep their allocations to exit by design.
 # halt_on_error / -fno-sanitize-recover: the first report aborts the process that made it.
 ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:exitcode=86:log_path=$LOGS/asan"

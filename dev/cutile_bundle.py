@@ -4,13 +4,13 @@ runs (no GPU needed): the lent H200's image cannot run tileiras, but runs the
 cubins. tests/test_gpu_cutile.py loads the bundle named by
 $TORCH_TILE_CUTILE_BUNDLE before compiling anything.
 
-    python scripts/cutile_bundle.py OUT.ttb [--capability 90] [--tileir-bytecode 13.1]
+    python dev/cutile_bundle.py OUT.ttb [--capability 90] [--tileir-bytecode 13.1]
 
 --tileir-bytecode makes cuTile emit that Tile IR bytecode version instead of
 the newest its tileiras accepts. cuTile picks the version by running tileiras
 on a probe; on the lent H200 every probe fails and cuTile falls back to 13.1,
 so ct.launch there asks its disk cache for 13.1 bytecode's cubins
-(scripts/cutile_device.sh writes that cache with this option).
+(dev/cutile_device.sh writes that cache with this option).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 # cuTile on the lent GPU machine, which has no network, with the files a device call can carry (64 MiB: the
 # tileiras, nvcc and nvvm wheels are 160 MB, so their three binaries go xz-compressed).
-#   bash scripts/cutile_device.sh pack      here: cuda-tile's cp312 wheel, xz of tileiras/ptxas/libnvvm and
+#   bash dev/cutile_device.sh pack      here: cuda-tile's cp312 wheel, xz of tileiras/ptxas/libnvvm and
 #                                           libdevice from this venv's pip packages (once), the GPU tests' bundle
-#                                           (scripts/cutile_bundle.py) and cuTile's own disk cache of the same
+#                                           (dev/cutile_bundle.py) and cuTile's own disk cache of the same
 #                                           compiles, into wheels/ (git-ignored; carry it)
-#   source scripts/cutile_device.sh         there: installs them under /tmp/ct, puts them on PATH and PYTHONPATH,
+#   source dev/cutile_device.sh         there: installs them under /tmp/ct, puts them on PATH and PYTHONPATH,
 #                                           copies the checkout to $CUTILE_ROOT and works there, and sets
 #                                           TORCH_TILE_CUTILE_BUNDLE and CUDA_TILE_CACHE_DIR
 # tileiras fails on the lent H200 image (docs/CUTILE.md): torch_tile's variants come from the bundle, and
@@ -37,7 +37,7 @@ if [ "${1:-}" = pack ]; then
   ln -sfn "$ROOT" "$CUTILE_ROOT"
   fresh="$(mktemp -d)"
   (cd "$CUTILE_ROOT" && PATH="$CU13/bin:$PATH" PYTHONPATH="$CUTILE_ROOT" TORCH_TILE_CACHE_DIR="$fresh" \
-    CUDA_TILE_CACHE_DIR="$ROOT/wheels/cutile_cache" "$PY" scripts/cutile_bundle.py wheels/cutile.ttb --tileir-bytecode 13.1)
+    CUDA_TILE_CACHE_DIR="$ROOT/wheels/cutile_cache" "$PY" dev/cutile_bundle.py wheels/cutile.ttb --tileir-bytecode 13.1)
   rm -rf "$fresh"
   du -sh "$ROOT/wheels"
 else

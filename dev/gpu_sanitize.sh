@@ -8,8 +8,8 @@
 # compute-sanitizer reports an error (--error-exitcode), a test fails, or compute-sanitizer is
 # missing or cannot attach to the GPU. PYTORCH_NO_CUDA_MEMORY_CACHING=1: torch's caching allocator
 # would otherwise hide out-of-bounds accesses inside its big blocks from memcheck.
-# Usage: bash scripts/gpu_sanitize.sh [pytest paths/args for memcheck; default: the files above]
-# Also run by `SANITIZE=1 bash scripts/gpu_check.sh` after its tests (which passes $PY).
+# Usage: bash dev/gpu_sanitize.sh [pytest paths/args for memcheck; default: the files above]
+# Also run by `SANITIZE=1 bash dev/gpu_check.sh` after its tests (which passes $PY).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${OUT:-$ROOT/gpu_out}"
