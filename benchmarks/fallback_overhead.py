@@ -11,6 +11,11 @@ round (median over rounds), each row on its own arguments built alike:
   run_body       _fallback.run_body: the two above, the op-naming context and the result's schema check
   fallback_call  op._fallback_call: run_body, the interpreter-exit bookkeeping, the count and the warn-once check
   torch.ops      the op through the dispatcher: C++ plan selection, then the call into Python
+
+Then, per entry, the op's call split by timing inside it: the dispatcher, plan selection and the Python entry
+("C++ + entry": torch.ops minus the time inside ``run_body``), torch_tile's Python layers around the body, the body
+inside the op, and the same body called alone; and the thread's state (dispatch keys, grad and inference mode,
+torch-function and dispatch modes, current stream) inside the body where it differs from outside.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import statistics
 import sys
+import time
 import warnings
 
 import torch
@@ -31,7 +38,7 @@ from _timing import _synced_seconds, interleaved_us  # noqa: E402
 from torch_tile import _fallback  # noqa: E402
 from torch_tile._launch_mode import DirectLaunches  # noqa: E402
 
-DEFAULT = ("corpus_conch:copy_blocks,liger_corpus:cross_entropy,corpus_conch:scaled_gemm,"
+DEFAULT = ("corpus_conch:copy_blocks,liger_corpus:cross_entropy,corpus_conch:nms,"
            "corpus_cut_cross_entropy:linear_cross_entropy")
 
 
@@ -65,6 +72,65 @@ def rows_for(entry, device) -> dict:
     return rows
 
 
+def _state() -> dict:
+    """What can make the same torch calls cost more in one place than another: the thread's dispatch keys,
+    modes and stream."""
+    return {"include": str(torch._C._dispatch_tls_local_include_set()),
+            "exclude": str(torch._C._dispatch_tls_local_exclude_set()),
+            "grad": torch.is_grad_enabled(), "inference": torch.is_inference_mode_enabled(),
+            "torch_function": torch._C._is_torch_function_enabled(),
+            "dispatch_modes": torch._C._len_torch_dispatch_stack(),
+            "stream": torch.cuda.current_stream().cuda_stream}
+
+
+def split(entry, device, iters: int, rounds: int) -> dict:
+    """µs per call (median of rounds): the op through torch.ops, the time inside ``run_body``, inside the body
+    (``op.fn``), and the body called directly on arguments built alike; and the thread's state inside the body
+    against outside it, where they differ."""
+    op = entry.op()
+    packet = getattr(getattr(torch.ops, entry.namespace), entry.name)
+    a, b = entry.cases[0].make(device), entry.cases[0].make(device)
+    packet(*a)
+    if not op.fallback_calls:
+        raise RuntimeError(f"{entry.qualname} does not fall back: nothing to split")
+    inside = {"run_body": 0.0, "body": 0.0}
+    seen: dict = {}
+    run_body, body = _fallback.run_body, op.fn
+
+    def timed_run_body(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return run_body(*args, **kwargs)
+        finally:
+            inside["run_body"] += time.perf_counter() - start
+
+    def timed_body(*args, **kwargs):
+        seen.setdefault("state", _state())
+        start = time.perf_counter()
+        try:
+            return body(*args, **kwargs)
+        finally:
+            inside["body"] += time.perf_counter() - start
+
+    samples: dict = {k: [] for k in ("torch.ops", "run_body", "body", "library")}
+    _fallback.run_body, op.fn = timed_run_body, timed_body
+    try:
+        for _ in range(max(iters // 10, 5)):
+            packet(*a)
+            entry.body(*b)
+        for _ in range(rounds):
+            inside["run_body"] = inside["body"] = 0.0
+            samples["torch.ops"].append(_synced_seconds(lambda: packet(*a), iters) / iters * 1e6)
+            samples["run_body"].append(inside["run_body"] / iters * 1e6)
+            samples["body"].append(inside["body"] / iters * 1e6)
+            samples["library"].append(_synced_seconds(lambda: entry.body(*b), iters) / iters * 1e6)
+    finally:
+        _fallback.run_body, op.fn = run_body, body
+    outside = _state()
+    differs = {k: (v, outside[k]) for k, v in seen.get("state", {}).items() if v != outside[k]}
+    return {**{k: statistics.median(v) for k, v in samples.items()}, "state inside/outside": differs}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", default=DEFAULT, help="comma-separated CORPUS:NAME")
@@ -89,6 +155,19 @@ def main() -> int:
             header = f"{'entry':40s} " + " ".join(f"{n:>14s}" for n in measured)
             print(header)
         print(f"{entry.qualname:40s} " + " ".join(f"{m['median']:14.1f}" for m in measured.values()))
+    print(f"\n{'entry':40s} {'torch.ops':>10s} {'C++ + entry':>12s} {'layers':>8s} {'body in op':>11s} "
+          f"{'body alone':>11s}  state inside the op that differs from outside")
+    for spec in args.entries.split(","):
+        corpus, name = spec.split(":")
+        try:
+            entry = next(e for e in importlib.import_module(corpus).ENTRIES if e.name == name)
+            m = split(entry, device, args.iters, args.repeats)
+        except Exception as e:  # noqa: BLE001 - one entry's failure is reported, the others still run
+            print(f"{spec:40s} {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            continue
+        print(f"{entry.qualname:40s} {m['torch.ops']:10.1f} {m['torch.ops'] - m['run_body']:12.1f} "
+              f"{m['run_body'] - m['body']:8.1f} {m['body']:11.1f} {m['library']:11.1f}  "
+              f"{m['state inside/outside'] or 'none'}")
     return 0
 
 
