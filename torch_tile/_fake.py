@@ -20,7 +20,7 @@ import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from . import _C
-from .trace.call_arguments import check_call_arguments
+from .trace.call_arguments import check_call_arguments, flat_arguments
 from .trace.expr import evaluate
 from ._launch_mode import SkipLaunches, launch_mode
 from ._plan import AllocKind, ArgKind, AtenArgKind, StepKind
@@ -47,16 +47,11 @@ def _hinted(value):
 
 
 def _all_hinted(args) -> bool:
-    for a in _flat(args):
+    for a in flat_arguments(args):
         values = [*a.shape, *a.stride()] if isinstance(a, torch.Tensor) else [a]
         if any(_hint(v) is None for v in values):
             return False
     return True
-
-
-def _flat(args) -> list:
-    """The arguments with lists' items in their place."""
-    return [v for a in args for v in (a if isinstance(a, (list, tuple)) else (a,))]
 
 
 def _scalars(args) -> list:
@@ -99,7 +94,7 @@ def fake_call(op: "TileOp", args: tuple):
     if not _all_hinted(args):
         with launch_mode(SkipLaunches()):
             return op.call_body(args)
-    device = next((a.device for a in _flat(args) if isinstance(a, torch.Tensor)), None)
+    device = next((a.device for a in flat_arguments(args) if isinstance(a, torch.Tensor)), None)
     plan = op.shape_plan(tuple(_hinted(a) for a in args), device)
     if plan.fallback:  # the body runs per call: on fake tensors here, launches skipped, as for triton_op
         with launch_mode(SkipLaunches()):

@@ -17,7 +17,6 @@ writes, what it returns) never fall back: torch.library would refuse those too.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import traceback
@@ -29,6 +28,7 @@ import torch
 from . import _C, _process_locks
 from ._errors import CallError, KernelError, OpDefinitionError, TraceError
 from ._launch_mode import DirectLaunches, launch_mode
+from .trace.call_arguments import flat_arguments
 from .frontends.frontend import InterpretLaunches
 
 if TYPE_CHECKING:
@@ -65,15 +65,11 @@ def run_body(op: "TileOp", values: tuple, on_cpu: "bool | None" = None) -> objec
     against the op's schema (a fallback must return what a native plan would). An error the body raises is
     its own, with a note naming the op. ``on_cpu``: whether the call's tensors are on the CPU (None: look)."""
     if on_cpu is None:
-        on_cpu = any(t.device.type == "cpu" for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
-                     if isinstance(t, torch.Tensor))
+        on_cpu = any(t.device.type == "cpu" for t in flat_arguments(values) if isinstance(t, torch.Tensor))
     # On CPU tensors, as the op's CPU path runs its body: Triton's interpreter launches the kernels.
-    try:
-        with launch_mode(InterpretLaunches(op)) if on_cpu else DirectLaunches():
-            result = op.call_body(values)
-    except Exception as e:
-        name_the_op(e, op, "run in Python for this call")
-        raise
+    with launch_mode(InterpretLaunches(op)) if on_cpu else DirectLaunches(), \
+            NamingTheOp(op, "run in Python for this call"):
+        result = op.call_body(values)
     return checked_result(op, values, result)
 
 
@@ -83,14 +79,22 @@ def _body_frame(op: "TileOp", frames: list) -> "traceback.FrameSummary | None":
     return next((f for f in reversed(frames) if (f.filename, f.name) in body_codes), None)
 
 
-@contextlib.contextmanager
-def naming_the_op(op: "TileOp", how: str):
-    """An error the body raises gets a note naming the op, the body's line and how the body ran."""
-    try:
-        yield
-    except Exception as e:
-        name_the_op(e, op, how)
-        raise
+class NamingTheOp:
+    """An error the body raises gets a note naming the op, the body's line and how the body ran. A class, not a
+    generator: a fallback call enters it on every call."""
+
+    __slots__ = ("op", "how")
+
+    def __init__(self, op: "TileOp", how: str):
+        self.op, self.how = op, how
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, kind, error, tb) -> bool:
+        if isinstance(error, Exception):
+            name_the_op(error, self.op, self.how)
+        return False  # the error goes on
 
 
 def name_the_op(error: Exception, op: "TileOp", how: str) -> None:
@@ -142,7 +146,7 @@ def checked_result(op: "TileOp", values: tuple, result: object) -> object:
     for i, out in enumerate(outputs):
         if not isinstance(out, torch.Tensor):
             refuse(f"return {i} of the body is {type(out).__name__}, not a Tensor")
-    inputs = [t for v in values for t in (v if isinstance(v, (list, tuple)) else (v,)) if isinstance(t, torch.Tensor)]
+    inputs = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
     aliased = _C.first_alias(outputs, inputs) if inputs else -1
     if aliased >= 0:
         refuse(f"return {aliased} of the body aliases an input; as with torch.library, ops may not return an alias "

@@ -354,7 +354,7 @@ class TileOp:
         # checks the arguments as the CUDA kernel does).
         args = self._arguments(args, kwargs)
         plan = self._traced(Tracer(self.traced_op(), args, backward=False))
-        with launch_mode(InterpretLaunches(self)), _fallback.naming_the_op(self, "run by Triton's interpreter on CPU"):
+        with launch_mode(InterpretLaunches(self)), _fallback.NamingTheOp(self, "run by Triton's interpreter on CPU"):
             # A fallback's body runs as outside torch_tile, with autograd (the CUDA path's does too).
             result = (_C.run_as_the_caller(lambda: self.call_body(args)) if plan.fallback else self.call_body(args))
         if plan.fallback:

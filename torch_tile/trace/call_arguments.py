@@ -34,6 +34,11 @@ _SCALAR_NAMES = {ArgKind.INT: "an int", ArgKind.FLOAT: "a float", ArgKind.BOOL: 
                  ArgKind.INT_LIST: "a list of ints"}
 
 
+def flat_arguments(args: Sequence[Any]) -> list:
+    """A call's arguments with the items of list arguments (``Tensor[]``) in their place."""
+    return [v for a in args for v in (a if isinstance(a, (list, tuple)) else (a,))]
+
+
 def _describe(value: Any) -> str:
     return "None" if value is None else f"a value of type {type(value).__name__}"
 
