@@ -40,21 +40,13 @@ def makes_host_tensor(func, args: tuple, kwargs: dict) -> bool:
     return not any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(data))
 
 
-class _HostTensor:
-    """What the tracer knows of one: its values as the body gave them (flattened), or None once guarded."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: Optional[list]):
-        self.values = values
-
-
 class HostTensors:
     """The host-value tensors of one trace (the tracer owns one)."""
 
     def __init__(self, tracer):
         self.tracer = tracer
-        self._known: dict[int, tuple[torch.Tensor, _HostTensor]] = {}  # id(tensor) -> (tensor, what it holds)
+        # id(tensor) -> (the tensor, its values as the body gave them, flattened; None once guarded or computed)
+        self._known: dict[int, tuple[torch.Tensor, Optional[list]]] = {}
 
     def involved(self, args: tuple, kwargs: dict) -> bool:
         return any(id(leaf) in self._known for leaf in pytree.tree_leaves((args, kwargs)))
@@ -72,11 +64,11 @@ class HostTensors:
             raise self.tracer.error(f"`{func.__name__}(...)` got unsupported arguments {unsupported}")
         with torch._C.DisableTorchFunction():
             host = torch.tensor(pytree.tree_map(concrete, data), dtype=kwargs.get("dtype"))
-        values = _flat(data)
+        values = pytree.tree_leaves(data)  # row-major, as torch.tensor reads nested sequences
         for v in values:
             if isinstance(v, SymbolicAddress):
                 v._refuse()  # a plan knows the address of a tensor it makes only modulo its alignment
-        self._known[id(host)] = (host, _HostTensor(values))
+        self._known[id(host)] = (host, values)
         # Made where the op's tensors are (even on the CPU path): a plan step; else a host tensor until used.
         return host if device is None else self.materialize(host, device)
 
@@ -85,8 +77,8 @@ class HostTensors:
         tracer = self.tracer
         if device is not None:
             tracer._device_of(device)
-        _, held = self._known[id(host)]
-        values = held.values if held.values is not None else host.reshape(-1).tolist()
+        _, values = self._known[id(host)]
+        values = values if values is not None else host.reshape(-1).tolist()
         dtype = dtype or host.dtype
         if host.numel() and (host.dtype.is_floating_point or host.dtype.is_complex):
             raise tracer.error(f"a tensor of {host.dtype} host values on {tracer.device}: a launch plan holds "
@@ -120,28 +112,21 @@ class HostTensors:
             return self.tracer.torch_function(func, args, kwargs)
         for leaf in leaves:
             if id(leaf) in self._known:
-                self._guard(self._known[id(leaf)][1])
+                self._guard(leaf)
         with torch._C.DisableTorchFunction():
             out = func(*args, **kwargs)
         for leaf in pytree.tree_leaves(out):
             if isinstance(leaf, torch.Tensor) and leaf.device.type == "cpu" and id(leaf) not in self._known:
-                self._known[id(leaf)] = (leaf, _HostTensor(None))
+                self._known[id(leaf)] = (leaf, None)
         return out
 
-    @staticmethod
-    def _guard(held: _HostTensor) -> None:
-        if held.values is not None:
-            for v in held.values:
-                if isinstance(v, (SymbolicInt, SymbolicFloat)):
-                    v.specialize()
-            held.values = None
-
-
-def _flat(data) -> list:
-    """``data``'s numbers in row-major order (as torch.tensor reads nested sequences)."""
-    if isinstance(data, (list, tuple)):
-        return [v for item in data for v in _flat(item)]
-    return [data]
+    def _guard(self, host: torch.Tensor) -> None:
+        """The values ``host`` was made from, guarded as they are: from here on it holds plain numbers."""
+        _, values = self._known[id(host)]
+        for v in values or ():
+            if isinstance(v, (SymbolicInt, SymbolicFloat)):
+                v.specialize()
+        self._known[id(host)] = (host, None)
 
 
 def _move_target(func, args: tuple, kwargs: dict) -> tuple[Any, Optional[torch.dtype]]:

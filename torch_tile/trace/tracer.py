@@ -2,7 +2,7 @@
 runtime takes as it is).
 
 The body runs once per new case with stand-ins for its arguments
-(``_stand_ins``). Allocations and Triton launches are recorded; Python branches
+(``stand_ins``). Allocations and Triton launches are recorded; Python branches
 on sizes become guards. See docs/ARCHITECTURE.md, "One miss".
 """
 
@@ -24,6 +24,7 @@ from ..frontends.frontend import Frontend, frontend_names, frontend_of, frontend
 from . import aten_record as _aten_record
 from . import escapes as _escapes
 from . import expr as _expr
+from . import host_values as _host_values
 from . import stand_ins as _stand_ins
 from . import symbolic_shapes as _symbolic_shapes
 from .aten_record import AtenRecorder
@@ -38,7 +39,6 @@ from .state import body_location, tracing
 from .traced_op import TracedOp
 
 
-
 _FACTORIES = {
     torch.empty: ("empty", False),
     torch.zeros: ("zeros", True),
@@ -50,7 +50,8 @@ _FACTORIES = {
 
 
 # Frames of torch_tile itself, skipped when finding the body instruction that made a guard.
-_OWN_FILES = (_expr.__file__, _stand_ins.__file__, _aten_record.__file__, _symbolic_shapes.__file__, __file__)
+_OWN_FILES = (_expr.__file__, _stand_ins.__file__, _aten_record.__file__, _symbolic_shapes.__file__,
+              _host_values.__file__, __file__)
 
 
 def _calling_instruction() -> tuple[int, int]:
@@ -78,8 +79,6 @@ class _FactoryMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         return self.tracer.torch_function(func, args, kwargs or {})
-
-
 
 
 def _returned(result) -> list:
