@@ -131,6 +131,12 @@ def split(entry, device, iters: int, rounds: int) -> dict:
     return {**{k: statistics.median(v) for k, v in samples.items()}, "state inside/outside": differs}
 
 
+def _entry(spec: str):
+    """The corpus entry ``CORPUS:NAME`` names."""
+    corpus, name = spec.split(":")
+    return next(e for e in importlib.import_module(corpus).ENTRIES if e.name == name)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", default=DEFAULT, help="comma-separated CORPUS:NAME")
@@ -144,9 +150,8 @@ def main() -> int:
     device = torch.device("cuda")
     header = None
     for spec in args.entries.split(","):
-        corpus, name = spec.split(":")
         try:
-            entry = next(e for e in importlib.import_module(corpus).ENTRIES if e.name == name)
+            entry = _entry(spec)
             measured = interleaved_us(rows_for(entry, device), args.iters, args.repeats)
         except Exception as e:  # noqa: BLE001 - one entry's failure is reported, the others still run
             print(f"{spec:40s} {type(e).__name__}: {str(e).splitlines()[0][:120]}")
@@ -158,9 +163,8 @@ def main() -> int:
     print(f"\n{'entry':40s} {'torch.ops':>10s} {'C++ + entry':>12s} {'layers':>8s} {'body in op':>11s} "
           f"{'body alone':>11s}  state inside the op that differs from outside")
     for spec in args.entries.split(","):
-        corpus, name = spec.split(":")
         try:
-            entry = next(e for e in importlib.import_module(corpus).ENTRIES if e.name == name)
+            entry = _entry(spec)
             m = split(entry, device, args.iters, args.repeats)
         except Exception as e:  # noqa: BLE001 - one entry's failure is reported, the others still run
             print(f"{spec:40s} {type(e).__name__}: {str(e).splitlines()[0][:120]}")
