@@ -27,6 +27,8 @@ LaunchStep = _C.LaunchStep
 ViewStep = _C.ViewStep
 AtenArg = _C.AtenArg
 AtenStep = _C.AtenStep
+ReadStep = _C.ReadStep
+CheckStep = _C.CheckStep
 PlanStep = _C.PlanStep
 LaunchPlan = _C.LaunchPlan
 BackwardSpec = _C.BackwardSpec
@@ -40,4 +42,4 @@ def expr(encoded: tuple) -> Expr:
 
 __all__ = ["ExprOp", "BindingKind", "AllocKind", "ArgKind", "is_optional", "value_kind", "StepKind", "AtenArgKind",
            "key_word", "Expr", "TensorGuard", "AllocStep", "DescriptorBinding", "Binding", "LaunchStep", "ViewStep",
-           "AtenArg", "AtenStep", "PlanStep", "LaunchPlan", "BackwardSpec", "expr"]
+           "AtenArg", "AtenStep", "ReadStep", "CheckStep", "PlanStep", "LaunchPlan", "BackwardSpec", "expr"]

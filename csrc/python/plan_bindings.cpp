@@ -75,7 +75,8 @@ void bind_kinds(py::module_& m) {
       .value("BITXOR", ExprOp::BitXor).value("SHL", ExprOp::Shl).value("SHR", ExprOp::Shr)
       .value("IS_NONE", ExprOp::IsNone).value("DATA_PTR", ExprOp::DataPtr).value("STR_EQ", ExprOp::StrEq)
       .value("FLOAT_BITS", ExprOp::FloatBits).value("LIST_LEN", ExprOp::ListLen)
-      .value("LIST_ITEM", ExprOp::ListItem).value("BIT_LENGTH", ExprOp::BitLength);
+      .value("LIST_ITEM", ExprOp::ListItem).value("BIT_LENGTH", ExprOp::BitLength)
+      .value("READ", ExprOp::Read);
   py::enum_<BindingKind>(m, "BindingKind", "How a kernel parameter gets its value (csrc/runtime/plan/launch_plan.h)", py::arithmetic())
       .value("TENSOR", BindingKind::Tensor).value("INT", BindingKind::Int).value("BOOL", BindingKind::Bool)
       .value("FLOAT", BindingKind::Float).value("CONSTEXPR", BindingKind::Constexpr)
@@ -93,7 +94,7 @@ void bind_kinds(py::module_& m) {
   m.def("value_kind", &value_kind, py::arg("kind"), "The kind of a present value of an ArgKind (OPTIONAL_INT -> INT).");
   py::enum_<StepKind>(m, "StepKind", "Kinds of plan steps", py::arithmetic())
       .value("ALLOC", StepKind::Alloc).value("VIEW", StepKind::View).value("ATEN", StepKind::Aten)
-      .value("LAUNCH", StepKind::Launch);
+      .value("LAUNCH", StepKind::Launch).value("READ", StepKind::Read).value("CHECK", StepKind::Check);
   py::enum_<AtenArg::Kind>(m, "AtenArgKind", "Kinds of ATen step arguments", py::arithmetic())
       .value("NONE", AtenArg::Kind::None).value("TENSOR", AtenArg::Kind::Tensor)
       .value("TENSOR_LIST", AtenArg::Kind::TensorList).value("OPTIONAL_TENSOR_LIST", AtenArg::Kind::OptionalTensorList)
@@ -292,6 +293,18 @@ void bind_structures(py::module_& m) {
         return "AtenStep(" + a.name + (a.overload.empty() ? "" : "." + a.overload) + " at " + a.site + ")";
       });
 
+  py::class_<ReadStep>(m, "ReadStep", "A value read from a tensor's data on the host (`.item()`)")
+      .def(py::init([](int32_t slot, std::string site) { return ReadStep{slot, std::move(site)}; }), py::arg("slot"),
+           py::arg("site"))
+      .def_readonly("slot", &ReadStep::slot)
+      .def_readonly("site", &ReadStep::site);
+
+  py::class_<CheckStep>(m, "CheckStep", "A condition on values read from the data that the later steps assume")
+      .def(py::init([](Expr condition, std::string site) { return CheckStep{std::move(condition), std::move(site)}; }),
+           py::arg("condition"), py::arg("site"))
+      .def_readonly("condition", &CheckStep::condition)
+      .def_readonly("site", &CheckStep::site);
+
   py::class_<PlanStep>(m, "PlanStep", "One entry of a plan's order: the index-th step of its kind")
       .def(py::init([](StepKind kind, int32_t index) { return PlanStep{kind, index}; }), py::arg("kind"),
            py::arg("index"))
@@ -332,8 +345,11 @@ void bind_structures(py::module_& m) {
                        std::vector<AllocStep> allocs, std::vector<LaunchStep> launches, std::vector<int32_t> outputs,
                        std::vector<ViewStep> views, std::vector<AtenStep> aten_steps,
                        std::optional<std::vector<PlanStep>> order, int32_t num_list_tensors,
-                       std::shared_ptr<BackwardSpec> backward, std::string fallback) {
+                       std::shared_ptr<BackwardSpec> backward, std::string fallback, std::vector<ReadStep> reads,
+                       std::vector<CheckStep> checks) {
              LaunchPlan p;
+             p.reads = std::move(reads);
+             p.checks = std::move(checks);
              p.backward = std::move(backward);
              p.fallback = std::move(fallback);
              p.num_list_tensors = num_list_tensors;
@@ -348,7 +364,9 @@ void bind_structures(py::module_& m) {
              if (order) {
                p.order = std::move(*order);
              } else {  // allocations, then launches
-               if (!p.views.empty() || !p.aten_steps.empty()) throw py::value_error("a plan with views or ATen steps needs an order");
+               if (!p.views.empty() || !p.aten_steps.empty() || !p.reads.empty() || !p.checks.empty()) {
+                 throw py::value_error("a plan with views, ATen, Read or Check steps needs an order");
+               }
                for (size_t i = 0; i < p.allocs.size(); ++i) p.order.push_back({StepKind::Alloc, int32_t(i)});
                for (size_t i = 0; i < p.launches.size(); ++i) p.order.push_back({StepKind::Launch, int32_t(i)});
              }
@@ -357,11 +375,14 @@ void bind_structures(py::module_& m) {
            py::arg("tensor_guards"), py::arg("guards"), py::arg("num_shape_guards"), py::arg("allocs"),
            py::arg("launches"), py::arg("outputs"), py::arg("views") = std::vector<ViewStep>{},
            py::arg("aten_steps") = std::vector<AtenStep>{}, py::arg("order") = py::none(),
-           py::arg("num_list_tensors") = 0, py::arg("backward") = nullptr, py::arg("fallback") = "")
+           py::arg("num_list_tensors") = 0, py::arg("backward") = nullptr, py::arg("fallback") = "",
+           py::arg("reads") = std::vector<ReadStep>{}, py::arg("checks") = std::vector<CheckStep>{})
       .def_readonly("fallback", &LaunchPlan::fallback,
                     "Why the calls this plan selects run the op body in Python (empty: a native plan)")
       .def_readonly("views", &LaunchPlan::views)
       .def_readonly("aten_steps", &LaunchPlan::aten_steps)
+      .def_readonly("reads", &LaunchPlan::reads)
+      .def_readonly("checks", &LaunchPlan::checks)
       .def_readonly("order", &LaunchPlan::order)
       .def_readonly("tensor_guards", &LaunchPlan::tensor_guards)
       .def_readonly("guards", &LaunchPlan::guards)

@@ -96,10 +96,10 @@ void call_with_stack(const Call& call, const c10::FunctionSchema& schema, torch:
 
 }  // namespace
 
-void PythonPlanTracer::run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n) {
+void PythonPlanTracer::run_fallback(NativeOp& op, const std::string& reason, torch::jit::Stack& stack, size_t n) {
   const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(op.qualname().c_str(), "");
   const AsTheCaller as_the_caller;  // the body runs as outside torch_tile: with autograd
-  call_with_stack([&](const py::tuple& args) { return call_python(fallback_fn_, py::make_tuple(args, plan.fallback)); },
+  call_with_stack([&](const py::tuple& args) { return call_python(fallback_fn_, py::make_tuple(args, reason)); },
                   handle.schema(), stack, n);
 }
 

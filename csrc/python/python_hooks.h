@@ -23,7 +23,7 @@ class TORCH_TILE_PY_HIDDEN PythonPlanTracer final : public PlanTracer {
   ~PythonPlanTracer() override;
   std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack& stack,
                                     size_t first, bool may_fall_back) override;
-  void run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n) override;
+  void run_fallback(NativeOp& op, const std::string& reason, torch::jit::Stack& stack, size_t n) override;
 
  private:
   pybind11::object trace_fn_;     // (args tuple, may_fall_back) -> LaunchPlan

@@ -140,7 +140,8 @@ class SaveForBackward final : public PlanCallHook {
 
   bool selected(const LaunchPlan& plan) override {
     spec = plan.backward;
-    return spec != nullptr && !spec->gradient_op.empty() && spec->resolved != nullptr;
+    // A plan whose calls may leave it for the body differentiates through the body's own autograd instead.
+    return !plan.may_leave() && spec != nullptr && !spec->gradient_op.empty() && spec->resolved != nullptr;
   }
 
   void ran(const LaunchPlan& plan, const CallArgs& args, TorchLaunchHost& host) override {

@@ -196,9 +196,9 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   std::lock_guard<ForkSafeMutex> lock(plans_.trace_mutex());
   if (const LaunchPlan* p = plans_.select(args)) return *p;
   std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first, may_fall_back && !gradient_op_);
-  if (plan->is_fallback() && !(may_fall_back && !gradient_op_)) {
-    fail(ErrorKind::Runtime, qualname_ + ": the tracer returned a fallback plan where none may be used (" +
-                                 plan->fallback + ")");
+  if ((plan->is_fallback() || plan->may_leave()) && !(may_fall_back && !gradient_op_)) {
+    fail(ErrorKind::Runtime, qualname_ + ": the tracer returned a plan that may run the op body where none may (" +
+                                 (plan->is_fallback() ? plan->fallback : "a data check") + ")");
   }
   counters().traces.fetch_add(1, std::memory_order_relaxed);
   plan->validate(qualname_, int(arg_kinds_.size()));
@@ -230,11 +230,19 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
     if (hook != nullptr && !hook->selected(plan)) return false;
     if (plan.is_fallback()) {
       counters().fallback_calls.fetch_add(1, std::memory_order_relaxed);
-      tracer_->run_fallback(*this, plan, stack, n);
+      tracer_->run_fallback(*this, plan.fallback, stack, n);
       return true;
     }
     TorchLaunchHost host(args, in, device);
-    run_plan(plan, args, host, qualname_.c_str(), observer);
+    try {
+      run_plan(plan, args, host, qualname_.c_str(), observer);
+    } catch (const CheckNotHeld& e) {
+      // What the plan made so far is dropped with the host; the arguments are as they came.
+      counters().fallback_calls.fetch_add(1, std::memory_order_relaxed);
+      tracer_->run_fallback(*this, "the value read from the data `" + e.step().condition.text + "` (at " +
+                                       e.step().site + ") differs from the traced call's", stack, n);
+      return true;
+    }
     if (hook != nullptr) hook->ran(plan, args, host);
     if (gradient_op_) {
       push_gradients(plan, host, stack, n);
@@ -438,9 +446,9 @@ OpPlans NativeOp::export_plans() const {
   return out;
 }
 
-void PlanTracer::run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack&, size_t) {
-  fail(ErrorKind::Runtime, op.qualname() + ": a fallback plan (" + plan.fallback + ") reached a process that cannot "
-                                           "run the op body");
+void PlanTracer::run_fallback(NativeOp& op, const std::string& reason, torch::jit::Stack&, size_t) {
+  fail(ErrorKind::Runtime, op.qualname() + ": this call runs the op body (" + reason + "), which this process "
+                                           "cannot do (the body is Python's)");
 }
 
 int NativeOp::install_plans(const OpPlans& in) {

@@ -28,9 +28,10 @@ class PlanTracer {
   virtual ~PlanTracer() = default;
   virtual std::unique_ptr<LaunchPlan> trace(NativeOp& op, const CallArgs& args, const torch::jit::Stack& stack,
                                             size_t first_arg, bool may_fall_back) = 0;
-  // Runs the op body itself for a call whose plan is a fallback (LaunchPlan::fallback): the `n` arguments on
-  // `stack` are replaced by the op's returns. Only tracers that make such plans can run them.
-  virtual void run_fallback(NativeOp& op, const LaunchPlan& plan, torch::jit::Stack& stack, size_t n);
+  // Runs the op body itself for a call no plan can serve (a fallback plan's, or one whose data check did not
+  // hold; `reason` says which): the `n` arguments on `stack` are replaced by the op's returns. Only tracers that
+  // make such plans can run them.
+  virtual void run_fallback(NativeOp& op, const std::string& reason, torch::jit::Stack& stack, size_t n);
 };
 
 class TorchLaunchHost;

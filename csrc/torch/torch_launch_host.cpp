@@ -101,6 +101,17 @@ void* TorchLaunchHost::scratch(size_t bytes, size_t alignment) {
   return scratch_.back().get();
 }
 
+int64_t TorchLaunchHost::read_value(int slot, const ReadStep& step) {
+  const at::Tensor& t = tensor(slot);
+  if (t.numel() != 1 || t.is_floating_point() || t.is_complex()) {
+    fail(ErrorKind::Value, "a value read from the data (at " + step.site + ") needs one integer or bool element; got " +
+                               std::to_string(t.numel()) + " element(s) of " + std::string(c10::toString(t.scalar_type())));
+  }
+  // torch's own read (aten::_local_scalar_dense): the current stream, synchronized; under CUDA-graph capture it
+  // raises torch's error for `.item()` there.
+  return t.item().toLong();
+}
+
 cu::CUstream TorchLaunchHost::stream() {
   const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
   return static_cast<cu::CUstream>(impl->getStreamNativeHandle(impl->getStream(device_)));

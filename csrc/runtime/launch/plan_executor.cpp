@@ -366,6 +366,23 @@ void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const ch
         args.num_slots = first + a.num_outputs;
         continue;
       }
+      case StepKind::Read: {
+        const ReadStep& r = plan.reads[size_t(s.index)];
+        if (keys != nullptr) {
+          fail(ErrorKind::NotImplemented, std::string(op_name) + ": the plan reads a value from the tensors' data (at " +
+                                              r.site + "), which a dry run without the data cannot do");
+        }
+        args.reads[args.num_reads++] = host.read_value(r.slot, r);
+        continue;
+      }
+      case StepKind::Check: {
+        const CheckStep& c = plan.checks[size_t(s.index)];
+        const EvalContext ctx = args.eval();
+        if (evaluate_at(c.condition, ctx, op_name, [&] { return "the data check at " + c.site; }) == 0) {
+          throw CheckNotHeld(c);
+        }
+        continue;
+      }
       case StepKind::Launch: break;
     }
     if (observer != nullptr && !allocated) observer->phase(CallPhase::OutputsAllocated);

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 
 #include "runtime/plan/call_args.h"
 #include "runtime/cuda/cuda_driver_api.h"
@@ -27,9 +28,24 @@ class LaunchHost {
   // Runs an ATen step; its results become slots first_slot, first_slot + 1, ...
   // (the host fills args.slots for them).
   virtual void run_aten(const AtenStep& step, CallArgs& args, int first_slot) = 0;
+  // The one element of tensor `slot` as int64 (a Read step): read on the host's stream after the work before
+  // it, which it waits for (as eager `.item()` does).
+  virtual int64_t read_value(int slot, const ReadStep& step) = 0;
   // Device memory that stays valid until the call returns (stream-ordered).
   virtual void* scratch(size_t bytes, size_t alignment) = 0;
   virtual cu::CUstream stream() = 0;
+};
+
+// Thrown by run_plan where a Check step does not hold for the call: the call leaves the plan (the op body runs
+// it instead). Nothing the plan did before it wrote the op's arguments.
+class CheckNotHeld : public std::exception {
+ public:
+  explicit CheckNotHeld(const CheckStep& step) : step_(&step) {}
+  const CheckStep& step() const { return *step_; }
+  const char* what() const noexcept override { return "a plan's data check does not hold for this call"; }
+
+ private:
+  const CheckStep* step_;
 };
 
 // Receives the specialization key of each launch of a dry run (which

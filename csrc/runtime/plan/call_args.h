@@ -27,9 +27,11 @@ struct CallArgs {
   // Sizes and strides of the plan's views (TensorArg points into it); not initialised.
   int64_t view_dims[kMaxViewDims];
   int32_t view_dims_used = 0;
+  int64_t reads[kMaxDataReads];  // values read from the tensors' data (Read steps), in order
+  int32_t num_reads = 0;
 
   EvalContext eval() const { return EvalContext{slots, num_slots, ints, num_args, strings, floats, list_items, list_start, list_len,
-                       none_mask}; }
+                       none_mask, reads, num_reads}; }
 };
 
 }  // namespace torch_tile

@@ -17,7 +17,7 @@ int64_t operand_count(ExprOp op, const int64_t* pc, const int64_t* end) {
     case ExprOp::Const: return 1;
     case ExprOp::Size: case ExprOp::Stride: return 2;
     case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
-    case ExprOp::FloatBits: case ExprOp::ListLen: return 1;
+    case ExprOp::FloatBits: case ExprOp::ListLen: case ExprOp::Read: return 1;
     case ExprOp::ListItem: return 2;
     case ExprOp::StrEq: {
       if (end - pc < 3 || pc[2] < 0 || pc[2] > (int64_t(1) << 20)) return -1;
@@ -31,7 +31,8 @@ int stack_effect(ExprOp op) {
   switch (op) {
     case ExprOp::Const: case ExprOp::Size: case ExprOp::Stride:
     case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
-    case ExprOp::StrEq: case ExprOp::FloatBits: case ExprOp::ListLen: case ExprOp::ListItem: return +1;
+    case ExprOp::StrEq: case ExprOp::FloatBits: case ExprOp::ListLen: case ExprOp::ListItem: case ExprOp::Read:
+      return +1;
     case ExprOp::Neg: case ExprOp::NextPow2: case ExprOp::Not: case ExprOp::BitLength: return 0;
     default: return -1;  // binary
   }
@@ -100,6 +101,14 @@ int64_t Expr::max_slot_read() const {
     }
   }
   return slot;
+}
+
+int64_t Expr::max_read() const {
+  int64_t k = -1;
+  for (size_t pc = 0; pc < code.size(); pc += 1 + size_t(operands_at(pc))) {
+    if (ExprOp(code[pc]) == ExprOp::Read) k = std::max(k, code[pc + 1]);
+  }
+  return k;
 }
 
 namespace {
@@ -251,6 +260,15 @@ int64_t Expr::evaluate(const EvalContext& ctx) const {
         }
         stack[sp++] = ctx.list_items[ctx.list_start[i] + k];
         pc += 2;
+        continue;
+      }
+      case ExprOp::Read: {
+        const int64_t k = *pc++;
+        if (k < 0 || k >= ctx.num_reads) {
+          fail(ErrorKind::Runtime, "expression `" + text + "` uses data value " + std::to_string(k) +
+                                       " before the plan read it");
+        }
+        stack[sp++] = ctx.reads[k];
         continue;
       }
       case ExprOp::DataPtr: {

@@ -33,6 +33,7 @@ enum class ExprOp : int64_t {
   ListLen,     // [ListLen, argument]: an int[] argument's length
   ListItem,    // [ListItem, argument, index]: an item of an int[] argument
   BitLength,   // Python's int.bit_length()
+  Read,        // [Read, k]: the k-th value the call read from its tensors' data (a plan's Read step)
   Count_,      // number of opcodes (keep last)
 };
 
@@ -54,6 +55,8 @@ struct EvalContext {
   const int32_t* list_start = nullptr;  // by argument index: where its items start in list_items
   const int32_t* list_len = nullptr;    // by argument index: how many
   uint64_t none_mask = 0;            // bit i: argument i is None
+  const int64_t* reads = nullptr;    // values read from the tensors' data so far (Read steps), in order
+  int32_t num_reads = 0;
 };
 
 struct Expr {
@@ -76,6 +79,8 @@ struct Expr {
   int64_t evaluate(const EvalContext& ctx) const;
   // The largest tensor slot the expression reads (Size, Stride, Numel, DataPtr), or -1; it must be valid.
   int64_t max_slot_read() const;
+  // The largest Read index the expression uses, or -1; it must be valid.
+  int64_t max_read() const;
   // Whether no call can make both this and `other` non-zero, as their code
   // alone shows: one is the other followed by Not; both compare the same two
   // operands, one with a comparison and the other with its complement (< and

@@ -143,6 +143,7 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
     g.validate();
     // Guards select the plan before any step runs: they read the arguments only.
     if (g.max_slot_read() >= first_made(num_args)) bad_plan(op, "has a guard `" + g.text + "` on a tensor it makes");
+    if (g.max_read() >= 0) bad_plan(op, "has a guard `" + g.text + "` on a value read from the data");
   }
   if (num_shape_guards < 0 || size_t(num_shape_guards) > guards.size()) bad_plan(op, "has a bad shape-guard count");
   if (is_fallback() && (!order.empty() || !outputs.empty() || backward != nullptr)) {
@@ -151,12 +152,13 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
 
   // Every step once, in an order where each reads only slots made before it.
   std::vector<char> seen_alloc(allocs.size()), seen_view(views.size()), seen_aten(aten_steps.size()),
-      seen_launch(launches.size());
+      seen_launch(launches.size()), seen_read(reads.size()), seen_check(checks.size());
   auto mark = [&](std::vector<char>& seen, int32_t index) {
     if (index < 0 || size_t(index) >= seen.size() || seen[size_t(index)]) bad_plan(op, "has a bad step order");
     seen[size_t(index)] = 1;
   };
   int slot = first_made(num_args);  // the next slot a step makes
+  int num_reads = 0;                // Read steps so far
   int64_t view_dims = 0;
   for (const PlanStep& step : order) {
     switch (step.kind) {
@@ -231,10 +233,29 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
         }
         break;
       }
+      case StepKind::Read: {
+        mark(seen_read, step.index);
+        const int32_t s = reads[size_t(step.index)].slot;
+        if (s < 0 || s >= slot) bad_plan(op, "reads the data of a bad slot");
+        if (num_reads == kMaxDataReads) {
+          fail(ErrorKind::NotImplemented, op + ": the body reads more than " + std::to_string(kMaxDataReads) +
+                                              " values from the tensors' data");
+        }
+        ++num_reads;
+        break;
+      }
+      case StepKind::Check: {
+        mark(seen_check, step.index);
+        const Expr& c = checks[size_t(step.index)].condition;
+        c.validate();
+        if (c.max_slot_read() >= slot || c.max_read() >= num_reads) bad_plan(op, "checks a value not yet made");
+        break;
+      }
       default: bad_plan(op, "has a step of unknown kind");
     }
   }
-  if (order.size() != allocs.size() + views.size() + aten_steps.size() + launches.size()) {
+  if (order.size() != allocs.size() + views.size() + aten_steps.size() + launches.size() + reads.size() +
+                          checks.size()) {
     bad_plan(op, "has a bad step order");
   }
   for (int32_t s : outputs) {

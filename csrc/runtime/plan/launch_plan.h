@@ -128,7 +128,23 @@ struct AtenStep {
   std::shared_ptr<const void> resolved;
 };
 
-enum class StepKind : int32_t { Alloc = 0, View = 1, Aten = 2, Launch = 3 };
+// A value the body reads from a tensor's data on the host (`.item()`, `int(t)`, `bool(t)`): the one element of
+// `slot`, as int64 (bools as 0/1), read on the call's stream after the work before it, as eager reads it. Later
+// expressions use it as [Read, k], k counting the plan's Read steps in order.
+struct ReadStep {
+  int32_t slot = -1;
+  std::string site;  // "file:line" in the op body
+};
+
+// A condition on values read from the data (or on the sizes of tensors whose size is data) that the plan's later
+// steps assume. Where it does not hold, the call leaves the plan and runs the op body instead; nothing before it
+// writes the op's arguments, so the body sees them as they came.
+struct CheckStep {
+  Expr condition;    // must evaluate to non-zero
+  std::string site;  // "file:line" in the op body
+};
+
+enum class StepKind : int32_t { Alloc = 0, View = 1, Aten = 2, Launch = 3, Read = 4, Check = 5 };
 
 // One entry of a plan's order: the `index`-th step of its kind's list.
 struct PlanStep {
@@ -186,6 +202,8 @@ struct LaunchPlan {
   std::vector<ViewStep> views;
   std::vector<AtenStep> aten_steps;
   std::vector<LaunchStep> launches;
+  std::vector<ReadStep> reads;
+  std::vector<CheckStep> checks;
   // The steps in the order they run, each once. Allocations, views and ATen
   // results take the slots after the arguments in this order.
   std::vector<PlanStep> order;
@@ -198,6 +216,8 @@ struct LaunchPlan {
   std::string fallback;
 
   bool is_fallback() const { return !fallback.empty(); }
+  // Whether a call may leave the plan for the op body (a Check step that does not hold).
+  bool may_leave() const { return !checks.empty(); }
 
   // Tensors the plan makes (slots after the arguments and their list items).
   int num_made() const;

@@ -139,6 +139,16 @@ void write_plan(ByteWriter& w, const LaunchPlan& p) {
   for (const ViewStep& v : p.views) write_view(w, v);
   w.count(p.aten_steps.size());
   for (const AtenStep& a : p.aten_steps) write_aten(w, a);
+  w.count(p.reads.size());
+  for (const ReadStep& s : p.reads) {
+    w.pod(s.slot);
+    w.str(s.site);
+  }
+  w.count(p.checks.size());
+  for (const CheckStep& c : p.checks) {
+    w.expr(c.condition);
+    w.str(c.site);
+  }
   w.count(p.order.size());
   for (const PlanStep& s : p.order) {
     w.pod(int32_t(s.kind));
@@ -192,10 +202,20 @@ LaunchPlan read_plan(ByteReader& r, const std::function<std::shared_ptr<KernelCa
   for (ViewStep& v : p.views) v = read_view(r);
   p.aten_steps.resize(r.count(20));
   for (AtenStep& a : p.aten_steps) a = read_aten(r);
+  p.reads.resize(r.count(8));
+  for (ReadStep& s : p.reads) {
+    s.slot = r.pod<int32_t>();
+    s.site = r.str();
+  }
+  p.checks.resize(r.count(12));
+  for (CheckStep& c : p.checks) {
+    c.condition = r.expr();
+    c.site = r.str();
+  }
   p.order.resize(r.count(8));
   for (PlanStep& s : p.order) {
     const int32_t kind = r.pod<int32_t>();
-    if (kind < int32_t(StepKind::Alloc) || kind > int32_t(StepKind::Launch)) {
+    if (kind < int32_t(StepKind::Alloc) || kind > int32_t(StepKind::Check)) {
       r.corrupt("a step of unknown kind " + std::to_string(kind));
     }
     s.kind = StepKind(kind);
