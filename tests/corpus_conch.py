@@ -39,7 +39,7 @@ from conch.ops.vision.nms import nms  # noqa: E402
 from conch.ops.vllm.copy_blocks import copy_blocks  # noqa: E402
 from conch.ops.vllm.reshape_and_cache import reshape_and_cache  # noqa: E402
 
-from wrapper_corpus import ADDRESS_AS_DATA, READS_DATA, RETURNS_ALIAS, Case, Entry, Inputs, Tensor, bf16, f16, f32  # noqa: E402
+from wrapper_corpus import ADDRESS_AS_DATA, RETURNS_ALIAS, Case, Entry, Inputs, Tensor, bf16, f16, f32  # noqa: E402
 
 NS = "conch"
 
@@ -639,7 +639,7 @@ ENTRIES: List[Entry] = [
     _e("nms", "conch.ops.vision.nms", nms_op, nms_ref, [
         _nms_case("f32-40", 40),
         _nms_case("f32-100-loose", 100, threshold=0.6),
-    ], refused=READS_DATA, refused_because="it returns sorted_indices[keep_mask]: the output's size is data",
+    ], trace_runs_body="the trace learns the size of sorted_indices[keep_mask] from one run of the body",
         notes="@triton.autotune on both kernels, torch.sort + fancy indexing before the launch, a (1,) grid, and "
              "returns sorted_indices[keep_mask] (a boolean mask: data-dependent output size)"),
     _e("bev_pool", "conch.ops.vision.bev_pool", bev_pool_op, bev_pool_ref, [

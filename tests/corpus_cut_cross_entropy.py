@@ -27,9 +27,9 @@ from cut_cross_entropy.cce_backward import cce_backward_kernel  # noqa: E402
 from cut_cross_entropy.cce_lse_forward import cce_lse_forward_kernel  # noqa: E402
 from cut_cross_entropy.indexed_dot import indexed_neg_dot_forward_kernel  # noqa: E402
 
-from wrapper_corpus import READS_DATA, Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
+from wrapper_corpus import Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
 
-VALIDS_BY_DATA = "(targets != ignore_index).nonzero() selects the valid targets: a size read from the data"
+VALIDS_BY_DATA = "the trace learns the size of (targets != ignore_index).nonzero() from one run of the body"
 
 NS = "cce"
 IGNORE = -100
@@ -249,7 +249,7 @@ ENTRIES: List[Entry] = [
         _lce_case("f16-shift-mean", f16, shift=True),
         _lce_case("f32-softcap", softcap=20.0),
         _lce_case("bf16-mean", bf16),
-    ], cpu_skip=LOG1P, tol_scale=10, refused=READS_DATA, refused_because=VALIDS_BY_DATA,
+    ], cpu_skip=LOG1P, tol_scale=10, trace_runs_body=VALIDS_BY_DATA,
         notes="(targets != ignore_index).nonzero() (valids: data-dependent size), match on str impl, "
               "LinearCrossEntropyFunction.apply with a dataclass argument, heuristics-wrapped kernels, atomics "
               "and an atomic_cas spin lock in the kernel, nll.mean()/sum() after the launches, "
@@ -257,7 +257,7 @@ ENTRIES: List[Entry] = [
     _e("LinearCrossEntropy", "cut_cross_entropy.LinearCrossEntropy (nn.Module)", module_op, _lce_ref, [
         _lce_case("f32-mean"),
         _lce_case("f16-none", f16, reduction="none"),
-    ], cpu_skip=LOG1P, tol_scale=10, refused=READS_DATA, refused_because=VALIDS_BY_DATA,
+    ], cpu_skip=LOG1P, tol_scale=10, trace_runs_body=VALIDS_BY_DATA,
         notes="an nn.Module built in the body, its forward calling linear_cross_entropy (filter_eps='high')"),
     _e("function_apply", "LinearCrossEntropyFunction.apply", function_apply_op, function_apply_ref, [
         _apply_case("f32-mean"),
@@ -271,7 +271,7 @@ ENTRIES: List[Entry] = [
            _grad_case("f16-mean"),
            _grad_case("f16-sum", reduction="sum"),
            _grad_case("bf16-mean", bf16, gpu_only=BF16_CPU),
-       ], cpu_skip=LOG1P, tol_scale=10, refused=READS_DATA, refused_because=VALIDS_BY_DATA,
+       ], cpu_skip=LOG1P, tol_scale=10, trace_runs_body=VALIDS_BY_DATA,
         notes="requires_grad_ + enable_grad inside the body, autograd.grad through Function.backward: "
               "sort_logit_avg (@torch.compile'd argsort), logit_avg atomics, cce_backward_kernel with locks"),
     _e("lse_forward", "cut_cross_entropy.cce_lse_forward.cce_lse_forward_kernel", lse_forward_op, lse_forward_ref, [

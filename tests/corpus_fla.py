@@ -75,7 +75,7 @@ from fla.ops.utils import (  # noqa: E402
 
 from wrapper_corpus import READS_DATA, RETURNS_ALIAS, refused, Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
 
-VARLEN_BY_DATA = "cu_seqlens -> prepare_chunk_indices reads the sequence lengths from the data"
+VARLEN_BY_DATA = "the trace learns the sequence lengths (cu_seqlens -> prepare_chunk_indices) from one run of the body"
 
 NS = "fla"
 
@@ -1716,9 +1716,9 @@ ENTRIES = [
               _rotary_case("f16", f16),
               _rotary_case("f32-interleaved", interleaved=True),
               _rotary_case("f32-partial-offset", R=8, offset=3),
-              refused(_rotary_case("f32-varlen", varlen=True), READS_DATA, VARLEN_BY_DATA),
+              _rotary_case("f32-varlen", varlen=True),
               _rotary_case("bf16", bf16),
-          ], namespace=NS,
+          ], namespace=NS, trace_runs_body=VARLEN_BY_DATA,
         notes="@functools.cache'd get_multiprocessor_count(x.device.index) (a device query) in the block size, "
               "y[..., R2:].copy_(x[..., R2:]) for partial rotary, int-or-Tensor seqlen_offsets (isinstance), "
               "cu_seqlens -> prepare_chunk_indices (@tensor_cache'd, reads cu_seqlens)"),
@@ -1798,8 +1798,8 @@ ENTRIES = [
     Entry("mean_pooling", "fla.ops.utils.mean_pooling (MeanPoolingFunction.apply)", mean_pooling, mean_pooling_ref, [
         _pool_case("f32"),
         _pool_case("f16", f16),
-        refused(_pool_case("f32-varlen", varlen=True), READS_DATA, VARLEN_BY_DATA),
-    ], namespace=NS,
+        _pool_case("f32-varlen", varlen=True),
+    ], namespace=NS, trace_runs_body=VARLEN_BY_DATA,
         notes="output size cdiv(T, chunk) from sizes; with cu_seqlens, len(prepare_chunk_indices(...)) (data) "
               "sizes the output"),
     Entry("matmul", "fla.ops.utils.matmul", matmul, matmul_ref, [
@@ -1820,7 +1820,7 @@ ENTRIES = [
               _pack_case("f32-left"),
               _pack_case("f32-right", side="right"),
               _pack_case("f16", f16),
-          ], namespace=NS, refused=READS_DATA, refused_because="the output's size is cu_seqlens[-1].item()",
+          ], namespace=NS, trace_runs_body="the trace learns cu_seqlens[-1].item() from one run of the body",
         notes="the output's size is cu_seqlens[-1].item() (data), str padding_side as a constexpr"),
     Entry("unpack_sequence", "fla.ops.utils.unpack_sequence (UnpackSequenceFunction.apply)", unpack_sequence,
           unpack_sequence_ref, [
@@ -1846,6 +1846,7 @@ ENTRIES = [
               refused(_simple_gla_case("f32-varlen", T=40, varlen=True), READS_DATA, VARLEN_BY_DATA),
               _simple_gla_case("bf16", bf16, T=40),
           ], namespace=NS, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
+        trace_runs_body=VARLEN_BY_DATA,
         notes="@torch.compiler.disable entry, chunk_size.bit_length(), @autocast_custom_fwd, chunk_local_cumsum "
               "then chunk_fwd_h then chunk_fwd_o (three autotuned launches; chunk_fwd_h's 48 configs come from a block "
               "list chosen at import by check_shared_mem()), "

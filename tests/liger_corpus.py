@@ -30,7 +30,7 @@ from typing import List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from torch_tile import OpDefinitionError
+from torch_tile import OpDefinitionError, TraceError
 
 from liger_kernel.ops.attn_res import attn_res_forward
 from liger_kernel.ops.cross_entropy import cross_entropy_forward
@@ -62,7 +62,7 @@ from liger_kernel.ops.tvd import tv_distance_forward_triton
 
 import triton_tutorials as tutorials
 
-from wrapper_corpus import READS_DATA, Case, Entry, Inputs as _Inputs, Refusal, Tensor, bf16, f16, \
+from wrapper_corpus import READS_FLOAT, Case, Entry, Inputs as _Inputs, Refusal, Tensor, bf16, f16, \
     f32, outputs, strided
 
 
@@ -93,7 +93,9 @@ def _refused(case: Case, refused: Refusal, because: str) -> Case:
 
 # How torch_tile refuses what no launch plan can hold (the mechanisms; each entry says why it applies).
 RETURNS_INPUT_VIEW = Refusal(OpDefinitionError, r"returns a view of its input 'q'; as with torch\.library")
-DECLARED_NOT_WRITTEN = Refusal(OpDefinitionError,
+DECLARED_NOT_WRITTEN_LOGITS = Refusal(TraceError, r"mutates_args declares 'logits', but no kernel the body launches "
+                                                  r"writes it")
+DECLARED_NOT_WRITTEN = Refusal(TraceError,
                                r"mutates_args declares 'q', but no kernel the body launches writes it")
 COMPLEX_DTYPE = Refusal(TypeError, r"argument 'freqs_cis' expected a dtype a tile kernel can take, got "
                                    r"torch\.complex64")
@@ -1072,14 +1074,16 @@ ENTRIES: List[Entry] = [
         _ce_case("f32-mean"),
         _ce_case("f16-sum", f16, reduction="sum"),
         _ce_case("f32-none", reduction="none"),
-        _ce_case("f32-weight", weight=True),
+        _refused(_ce_case("f32-weight", weight=True), READS_FLOAT,
+                 "with weights the wrapper reads a float on the host: weight.sum().item()"),
         _ce_case("f32-label-smoothing", smoothing=0.1),
         _ce_case("f32-softcap", softcap=30.0),
-        _ce_case("f32-strided-logits", BT=8, V=64, layout=strided),
+        _refused(_ce_case("f32-strided-logits", BT=8, V=64, layout=strided), DECLARED_NOT_WRITTEN_LOGITS,
+                 "strided logits are copied (contiguous()) and the kernel writes the copy, not the declared logits"),
         _ce_case("bf16-mean", bf16),
-    ], mutates_args=("logits",), tol_scale=10, refused=READS_DATA,
-        refused_because="the wrapper reads tensor data on the host: n_non_ignore = (target != ignore_index)"
-                        ".sum().item(), and asserts on (target * target_mask).max()",
+    ], mutates_args=("logits",), tol_scale=10,
+        trace_runs_body="the trace learns n_non_ignore = (target != ignore_index).sum().item() and the asserts on "
+                        "(target * target_mask).max() from one run of the body",
         notes="target != ignore_index, .sum().item() (n_non_ignore), data-dependent asserts on target.max(), "
               "torch.gather/masked_select with weights, the kernel writes into the logits, str reduction as a "
               "constexpr, Optional[float] softcap, torch.sum after the launch"),
@@ -1089,9 +1093,8 @@ ENTRIES: List[Entry] = [
               _flce_case("f32-sum-nobias", bias=False, reduction="sum"),
               _flce_case("f16-mean", f16),
               _flce_case("bf16-mean", bf16),
-          ], tol_scale=20, refused=READS_DATA,
-        refused_because="the wrapper reads tensor data on the host: total_n_non_ignore = target_mask.sum().item() "
-                        "scales the loss",
+          ], tol_scale=20,
+        trace_runs_body="the trace learns total_n_non_ignore = target_mask.sum().item() from one run of the body",
         notes="a Python loop over chunks, slicing, torch.mm(..., out=...) / @, in-place bias add, "
               "loss_1d[a:b] = ..., .item(), torch.is_grad_enabled(), device-type checks"),
     Entry("kl_div", "kldiv_forward_triton", kl_div, kl_div_ref, [
@@ -1105,21 +1108,18 @@ ENTRIES: List[Entry] = [
     Entry("jsd", "jsd_forward", jsd, jsd_ref, [
         _jsd_case("f32"),
         _jsd_case("f32-forward-kl", beta=0.0),
-        _refused(_jsd_case("f32-labels", labels=True), READS_DATA,
-                 "with labels the wrapper reads tensor data on the host: n_non_ignore = "
-                 "(shift_labels != ignore_index).sum().item()"),
+        _jsd_case("f32-labels", labels=True),
         _jsd_case("f16", f16),
-    ], tol_scale=10,
+    ], tol_scale=10, trace_runs_body="with labels the trace learns n_non_ignore from one run of the body",
         notes="liger_kernel.backends.dispatch (picks an implementation), _input.clone(), float(BT), "
               "(labels != ignore).sum().item(), float beta as a constexpr, loss.to(dtype)"),
     Entry("tvd", "tv_distance_forward_triton", tvd, tvd_ref, [
         _tvd_case("f32-batchmean"),
         _tvd_case("f32-none", reduction="none"),
-        _refused(_tvd_case("f32-sum-labels", reduction="sum", labels=True), READS_DATA,
-                 "with labels the wrapper reads tensor data on the host: n_non_ignore = "
-                 "(shift_labels != ignore_index).sum().item()"),
+        _tvd_case("f32-sum-labels", reduction="sum", labels=True),
         _tvd_case("f16-mean", f16, reduction="mean"),
     ], cpu_skip=FLOAT_ARG_TO.format("scale"),
+        trace_runs_body="with labels the trace learns n_non_ignore from one run of the body",
         notes="1.0 / n_non_ignore (float arithmetic on a size), torch.empty(1) placeholder pointer, .item()"),
     Entry("embedding", "LigerEmbeddingFunction.forward", embedding, embedding_ref, [
         _embedding_case("f32"),

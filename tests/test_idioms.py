@@ -492,3 +492,150 @@ def test_a_tensor_of_host_floats_on_the_device_falls_back_with_its_reason():
     with pytest.warns(RuntimeWarning, match=r"a tensor of torch.float32 host values on cpu: a launch plan holds "
                                             r"integer values only"):
         torch.testing.assert_close(op(x), x * 0.5)
+
+
+# -- values read from the data ----------------------------------------------------------------------------------
+
+
+@triton.jit
+def _divide_kernel(x_ptr, out_ptr, n, count, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) / count, mask=mask)
+
+
+@triton.jit
+def _gather_rows_kernel(x_ptr, rows_ptr, out_ptr, n_rows, width, HAS_ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    source = tl.load(rows_ptr + row) if HAS_ROWS else row
+    cols = tl.arange(0, BLOCK)
+    mask = cols < width
+    tl.store(out_ptr + row * width + cols, tl.load(x_ptr + source * width + cols, mask=mask) * 2, mask=mask)
+
+
+def _divided_by_valid_count(x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    # A loss's normalizer as libraries compute it: a count read on the host, and an assert on the data.
+    mask = target != -100
+    n = mask.sum().item()
+    assert (target * mask).max() < x.numel(), "target out of range"
+    out = torch.empty_like(x)
+    _divide_kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), n, BLOCK=128)
+    return out
+
+
+def _valid_rows_doubled(x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    # The rows a mask keeps (a size the data decides), and a branch on it, as cut-cross-entropy's valids.
+    rows = (target != -100).nonzero().to(torch.int32).squeeze(1)
+    if rows.numel() == target.numel():
+        rows = None
+    n = x.shape[0] if rows is None else rows.numel()
+    out = x.new_empty((n, x.shape[1]))
+    _gather_rows_kernel[(n,)](x, rows, out, n, x.shape[1], HAS_ROWS=rows is not None,
+                              BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+divided_by_valid_count = {device: tt.op(f"{NS}::divided_by_valid_count_{device}", _divided_by_valid_count)
+                          for device in DEVICES}
+valid_rows_doubled = {device: tt.op(f"{NS}::valid_rows_doubled_{device}", _valid_rows_doubled) for device in DEVICES}
+
+
+def _targets(n: int, device: str, ignored=slice(None, None, 3)) -> torch.Tensor:
+    target = torch.randint(0, 8, (n,), device=device)
+    target[ignored] = -100
+    return target
+
+
+def _steps(plan) -> list[str]:
+    return [s.kind.name for s in plan.order]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_count_read_from_the_data_is_a_read_step(device):
+    op = divided_by_valid_count[device]
+    x, target = torch.randn(64, device=device), _targets(10, device)
+    plan = op.trace(x, target)
+    assert not plan.fallback
+    assert _steps(plan).count("READ") == 2 and _steps(plan).count("CHECK") == 1
+    assert _steps(plan).index("CHECK") < _steps(plan).index("LAUNCH")
+    count = plan.launches[0].bindings[3]  # the kernel's `count`: the first value read
+    assert list(count.expr.code) == [int(Op.READ), 0]
+    for t in (target, _targets(10, device, ignored=slice(0, 7))):  # 7 and 3 valid targets: one plan
+        torch.testing.assert_close(op(x, t), x / (t != -100).sum())
+    if device == "cuda":
+        assert op.plan_count == 1 and not op.fallback_calls
+    bad = target.clone()
+    bad[1] = 1000
+    with pytest.raises(AssertionError, match="target out of range"):  # the body's own assert, as it raises it
+        op(x, bad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_size_the_data_decides_and_a_branch_on_it(device):
+    op = valid_rows_doubled[device]
+    x, target = torch.randn(12, 5, device=device), _targets(12, device)
+    plan = op.trace(x, target)
+    assert not plan.fallback and "CHECK" in _steps(plan)
+    nonzero = next(i for i, s in enumerate(plan.aten_steps) if s.name == "aten::nonzero")
+    assert _steps(plan).index("ATEN") <= nonzero
+    for t in (target, _targets(12, device, ignored=slice(0, 9))):  # 8 and 3 rows kept: the same plan
+        torch.testing.assert_close(op(x, t), x[t != -100] * 2)
+    if device == "cuda":
+        assert op.plan_count == 1 and not op.fallback_calls
+    # Every target valid: the branch goes the other way, so the call leaves the plan and runs the body.
+    every = torch.randint(0, 8, (12,), device=device)
+    torch.testing.assert_close(op(x, every), x * 2)
+    if device == "cuda":
+        assert sum(op.fallback_calls.values()) == 1
+
+
+def test_plans_that_read_data_serialize_with_their_reads_and_checks():
+    op = divided_by_valid_count["cpu"]
+    plan = op.trace(torch.randn(64), _targets(10, "cpu"))
+    (loaded,) = tt._C.plans_from_bytes(op.export_plans([plan]))["plans"]
+    assert [(r.slot, r.site) for r in loaded.reads] == [(r.slot, r.site) for r in plan.reads]
+    assert [list(c.condition.code) for c in loaded.checks] == [list(c.condition.code) for c in plan.checks]
+    assert _steps(loaded) == _steps(plan)
+
+
+def test_a_float_read_from_the_data_falls_back_with_its_reason():
+    with pytest.raises(tt.TraceError, match=r"`aten.(item|_local_scalar_dense).default` reads a torch.float32 "
+                                            r"value from the tensors' data; a launch plan reads integers and bools"):
+        scaled_by_max_strict.trace(torch.randn(8))
+
+
+@triton.jit
+def _add_one_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1, mask=mask)
+
+
+@tt.op(f"{NS}::decides_after_writing", mutates_args=("x",))
+def decides_after_writing(x: torch.Tensor) -> torch.Tensor:
+    _add_one_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel(), BLOCK=128)
+    return x.clone() if (x > 0).sum().item() > 2 else x.new_zeros(x.shape)
+
+
+def test_no_data_check_follows_a_write_of_an_argument():
+    """A call that leaves the plan runs the body on the arguments as they came: a check after the body wrote one
+    cannot be a plan step, so such calls run the body."""
+    with pytest.raises(tt.TraceError, match=r"the launch at .* writes an argument of the op before the body decides"):
+        decides_after_writing.trace(torch.ones(8))
+    x = torch.ones(8)
+    with pytest.warns(RuntimeWarning, match="writes an argument of the op before the body decides"):
+        torch.testing.assert_close(decides_after_writing(x), torch.full((8,), 2.0))
+    torch.testing.assert_close(x, torch.full((8,), 2.0))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA-graph capture needs a GPU")
+def test_capturing_a_read_of_the_data_raises_torch_s_error_and_leaves_nothing_sticky():
+    op = divided_by_valid_count["cuda"]
+    x, target = torch.randn(64, device="cuda"), _targets(10, "cuda")
+    op(x, target)  # traced outside the capture
+    with torch.cuda.stream(torch.cuda.Stream()):
+        with pytest.raises(RuntimeError, match="capturing"):  # as `.item()` under capture raises in eager
+            with torch.cuda.graph(torch.cuda.CUDAGraph()):
+                op(x, target)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(op(x, target), x / (target != -100).sum())

@@ -95,6 +95,8 @@ def test_trace(entry, case):
     launch plan with at least one launch, or raises the error the entry (or case) names."""
     if entry.trace_needs_gpu and not torch.cuda.is_available():
         pytest.skip(entry.trace_needs_gpu)
+    if entry.trace_runs_body and (entry.cpu_skip or case.gpu_only) and not torch.cuda.is_available():
+        pytest.skip(f"{entry.trace_runs_body}, and this case runs on a GPU only")
     refusal = entry.refusal(case)
     if refusal is not None:
         refused, because = refusal

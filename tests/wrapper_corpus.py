@@ -56,6 +56,8 @@ class Refusal:
 
 # Why no plan holds some real wrappers (the mechanisms; each entry using one says why it applies).
 READS_DATA = Refusal(torch_tile.TraceError, r"depends on the tensors' data")
+READS_FLOAT = Refusal(torch_tile.TraceError,
+                      r"value from the tensors' data; a launch plan reads integers and bools only")
 ADDRESS_AS_DATA = Refusal(torch_tile.TraceError, r"is an address: a launch plan can only check its alignment")
 RETURNS_ALIAS = Refusal(torch_tile.OpDefinitionError,
                         r"returns (its input|a view of its input|the same tensor twice)|the same tensor twice")
@@ -83,6 +85,9 @@ class Entry:
     refused: Optional[Refusal] = None  # no plan holds any case of this op (None: native)
     refused_because: str = ""  # one line: why no plan holds it
     trace_needs_gpu: str = ""  # why even tracing the body needs a GPU ("" if it does not)
+    # What the trace learns from one run of the body (values it reads from the data): the trace of a case that
+    # cannot run on the CPU path then needs a GPU too ("" if the body reads no data).
+    trace_runs_body: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self):

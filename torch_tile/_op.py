@@ -14,7 +14,7 @@ from ._fake import fake_call
 from ._launch_mode import launch_mode
 from ._plan import ArgKind
 from .frontends.frontend import InterpretLaunches
-from .trace import TracedOp, Tracer
+from .trace import NeedsDataValues, TracedOp, Tracer, learn_data_values
 from .trace.backward import SavedLayout, gradient_body
 
 # What the dispatcher and the runtime call in Python (kernels, hooks) is torch_tile's own code, never traced by
@@ -289,18 +289,30 @@ class TileOp:
     @_entry
     def _trace(self, args: tuple, may_fall_back: bool) -> _C.LaunchPlan:
         try:
-            return self._traced(Tracer(self.traced_op(), self._values(args)), fall_back=may_fall_back)
+            return self._traced(Tracer(self.traced_op(), self._values(args)), fall_back=may_fall_back,
+                                may_leave=may_fall_back)
         except TraceError as e:
             if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on
                 _C.run_gradient_op_eagerly(self.qualname, str(e))
             raise
 
-    def _traced(self, tracer: Tracer, fall_back: bool = True) -> _C.LaunchPlan:
+    def _traced(self, tracer: Tracer, fall_back: bool = True, may_leave: bool = True) -> _C.LaunchPlan:
         """``tracer``'s plan; where the body does what no plan holds, a fallback plan (if ``fall_back`` and the op
-        allows it)."""
+        allows it). ``may_leave``: whether the plan may have data checks (calls that fail one run the body)."""
         try:
-            plan = tracer.run()
+            try:
+                plan = tracer.run()
+            except NeedsDataValues:  # learn what the body reads from this call's data, then trace again
+                values = learn_data_values(tracer.call[1], self.mutated_args,
+                                           lambda args: _fallback.run_body(self, args))
+                again = tracer.again(values)
+                tracer.release()
+                tracer = again
+                plan = tracer.run()
             tracer.check_own_call(plan)
+            if plan.checks and not may_leave:
+                raise tracer.error(f"the body decides on values read from the data (`{plan.checks[0].condition.text}`"
+                                   f" at {plan.checks[0].site}), and calls that decide otherwise could not run it")
         except Exception as e:
             if not (fall_back and _fallback.may_fall_back(self, e)):
                 _fallback.name_the_op(e, self, "traced into a launch plan")

@@ -13,8 +13,9 @@ becomes a plan step:
   the same arguments (tensors by slot, ints as expressions, float arguments by
   index).
 
-Operators whose results depend on data (``.item()``, ``nonzero``, boolean
-masks) are refused, naming the body's line.
+Operators that read the tensors' data on the host (``.item()``) and results
+whose sizes the data decides (``nonzero``, boolean masks) are Read steps and
+results with size atoms of their own (trace/data_reads.py).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import _C, _plan
-from .expr import SymbolicInt, encode_int
+from .expr import Op, SymbolicInt, encode_int
 from .._launch_mode import SkipLaunches, launch_mode
-from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy
+from .data_reads import READ_OPERATORS
+from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy, contiguous_strides
 from .symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked
 from .state import body_location
 
@@ -101,7 +103,10 @@ class AtenRecorder:
                 raise self.tracer.error(f"{what} made a tensor the launch plan did not record")
             return proxy
         if isinstance(value, torch.SymInt):
-            return self.shapes.symbolic_int(value, what)
+            result = self.shapes.symbolic_int(value, what)
+            if isinstance(result, SymbolicInt) and self.tracer.data.is_bool(result.code):
+                result.is_bool = True  # a bool tensor's .item()
+            return result
         if isinstance(value, torch.SymBool):
             result = bool(value)  # guarded by ShapeEnv
             self.shapes.take_guards()
@@ -134,6 +139,8 @@ class AtenRecorder:
             raise self.tracer.error("`torch.tensor(...)` of host values makes a tensor whose data a launch plan "
                                     "cannot hold: compute with Python ints (e.g. math.prod), or pass the tensor "
                                     "as an argument")
+        if short_name in READ_OPERATORS:
+            return self._read(args[0], what)
         if short_name in _METADATA_MUTATIONS:
             raise self.tracer.error(f"{what} changes a tensor's sizes or strides in place, which a launch plan "
                                     "cannot follow: use the out-of-place form")
@@ -148,11 +155,13 @@ class AtenRecorder:
         except Exception as e:  # torch's own error for these arguments (a bad view, a dtype mismatch)
             raise self.tracer.error(f"{what}: {type(e).__name__}: {e}") from None
         self.shapes.take_guards()
+        if any(isinstance(r, torch.Tensor) and any(is_unbacked(s) for s in r.shape) for r in pytree.tree_leaves(out)):
+            out = self._data_shaped(name, out, what)
         results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
         for r in pytree.tree_leaves(out):
-            if is_unbacked(r) or (isinstance(r, torch.Tensor) and any(is_unbacked(s) for s in r.shape)):
-                raise self.tracer.error(f"{what} has a result whose size depends on the tensors' data; a launch "
-                                        "plan holds only what sizes decide")
+            if is_unbacked(r):
+                raise self.tracer.error(f"{what} returns a number read from the tensors' data, which a launch "
+                                        "plan cannot hold")
         schema = func._schema
         written = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
         # A view by what it is, not by its schema's "may alias" (contiguous(), reshape()).
@@ -182,6 +191,39 @@ class AtenRecorder:
         for r, p in zip(results, proxies):
             self._bind(p, r)
         return out
+
+    def _read(self, fake, what: str):
+        """``.item()`` and the like: a Read step; to torch, a SymInt whose symbol is the read value."""
+        proxy = self._proxy_of.get(id(fake))
+        if proxy is None:
+            raise self.tracer.error(f"{what} reads a tensor the launch plan did not record")
+        if fake.numel() != 1:  # a guard (or a check, for a size the data decides)
+            raise self.tracer.error(f"{what}: a tensor with {fake.numel()} elements cannot be converted to a "
+                                    "number")
+        self.shapes.take_guards()
+        value = self.tracer.data.read(proxy._slot, fake.dtype, f"{proxy._name}.item()", what)
+        return self.shapes.symint(value)
+
+    def _data_shaped(self, operator: str, out, what: str):
+        """``out`` with each tensor whose sizes the data decides (ShapeEnv's unbacked sizes) replaced by one
+        whose sizes are atoms of the slot it will take (``SIZE slot d``, with the traced call's values) where the
+        data decides them, and contiguous strides over those sizes (as these operators make their results)."""
+        first = self.tracer.next_slot()
+        results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
+        made = {}
+        for i, r in enumerate(results):
+            slot = first + i
+            sizes = self.tracer.data.shaped_result(operator, i, what)
+            if len(sizes) != r.dim():
+                raise self.tracer.error(f"{what}: result {i} has rank {r.dim()} here and {len(sizes)} in the run "
+                                        "that learned its sizes")
+            self.tracer.data.shaped[slot] = (sizes, list(contiguous_strides(sizes)))
+            name = f"{operator.split('::')[-1]}{slot}"
+            dims = [SymbolicInt((int(Op.SIZE), slot, d), f"{name}.size({d})", v, self.tracer) if is_unbacked(s)
+                    else self.shapes.symbolic_int(s, f"{what}.size({d})")
+                    for d, (s, v) in enumerate(zip(r.shape, sizes))]
+            made[id(r)] = self.shapes.fake_tensor(dims, list(contiguous_strides(dims)), r.dtype, r.device)
+        return pytree.tree_map(lambda v: made.get(id(v), v) if isinstance(v, torch.Tensor) else v, out)
 
     def _check_result(self, r: torch.Tensor, what: str) -> None:
         if r.device != self.tracer.device and not (r.device.type == self.tracer.device.type and r.dim() == 0):

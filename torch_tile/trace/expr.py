@@ -304,7 +304,7 @@ def _str_bytes(words, n: int) -> bytes:
 
 # Words after each opcode that has operands (STR_EQ: 2, then its string's words).
 _OPERANDS = {Op.CONST: 1, Op.SIZE: 2, Op.STRIDE: 2, Op.NUMEL: 1, Op.SCALAR: 1, Op.IS_NONE: 1, Op.DATA_PTR: 1,
-             Op.FLOAT_BITS: 1, Op.LIST_LEN: 1, Op.LIST_ITEM: 2, Op.STR_EQ: 2}
+             Op.FLOAT_BITS: 1, Op.LIST_LEN: 1, Op.LIST_ITEM: 2, Op.STR_EQ: 2, Op.READ: 1}
 
 
 def substitute(code, replace) -> list[int]:
@@ -331,11 +331,12 @@ def _address(t) -> int:
         return 0
 
 
-def evaluate(code, tensors: list, scalars: list):
-    """Evaluates bytecode over ``tensors`` (by slot) and the arguments
+def evaluate(code, tensors: list, scalars: list, reads: tuple = ()):
+    """Evaluates bytecode over ``tensors`` (by slot), the arguments
     ``scalars`` (by argument index: ints, dtypes as ScalarType codes, strs,
-    None). Works on ints and on torch SymInts alike: the fake implementation
-    evaluates a plan's output shapes on SymInts this way. A tensor with no
+    None) and the values ``reads`` read from the data (``READ k``). Works on
+    ints and on torch SymInts alike: the fake implementation evaluates a
+    plan's output shapes on SymInts this way. A tensor with no
     data (a fake one) has address 0 (aligned)."""
     stack: list = []
     pc = 0
@@ -375,6 +376,9 @@ def evaluate(code, tensors: list, scalars: list):
             pc += 1
         elif op == Op.SCALAR:
             stack.append(scalars[code[pc]])
+            pc += 1
+        elif op == Op.READ:
+            stack.append(reads[code[pc]])
             pc += 1
         elif op == Op.NEG:
             stack.append(-stack.pop())

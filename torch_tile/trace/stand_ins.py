@@ -335,8 +335,11 @@ class TensorProxy(torch.Tensor):
         return self._tracer.tensor_property(attr, self)
 
     def __bool__(self):
-        raise self._tracer.error(f"`bool({self._name})` reads the tensor's data, which a launch plan cannot hold "
-                                 "(its value is only known on the GPU)")
+        # A value read from the data (trace/data_reads.py); a float one as the comparison bool() makes of it.
+        if self.numel() != 1:
+            raise self._tracer.error(f"`bool({self._name})`: Boolean value of Tensor with more than one value is "
+                                     "ambiguous (as torch says)")
+        return bool((self if not self._meta.dtype.is_floating_point else self != 0).item())
 
     def __len__(self) -> int:
         return int(self.size(0))

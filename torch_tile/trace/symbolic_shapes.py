@@ -42,7 +42,7 @@ class Untranslatable(Exception):
     """A sympy expression with no plan bytecode (or the reverse)."""
 
 
-_ATOMS = (Op.SIZE, Op.STRIDE, Op.SCALAR, Op.LIST_ITEM)
+_ATOMS = (Op.SIZE, Op.STRIDE, Op.SCALAR, Op.LIST_ITEM, Op.READ)
 
 _SYMPY_BINARY = {
     Op.ADD: lambda a, b: a + b,

@@ -30,6 +30,7 @@ from . import symbolic_shapes as _symbolic_shapes
 from .aten_record import AtenRecorder
 from .backward import native_spec
 from .call_arguments import KERNEL_DTYPES, check_call_arguments
+from .data_reads import DataReads, DataValues
 from .expr import GuardSink, Op, SymbolicInt
 from .host_values import HostTensors, makes_host_tensor
 from .inlined_calls import inlined_calls
@@ -121,12 +122,18 @@ class Tracer(GuardSink, LaunchMode):
 
     records = True
 
-    def __init__(self, op: TracedOp, args: tuple, device: Optional[torch.device] = None, backward: bool = True):
+    def __init__(self, op: TracedOp, args: tuple, device: Optional[torch.device] = None, backward: bool = True,
+                 data_values: Optional[DataValues] = None):
         """``device``: the device the stand-ins report (default: the first
         tensor argument's); the fake implementation traces meta stand-ins of
         tensors that live elsewhere. ``backward``: trace the op's
-        setup_context into the plan's BackwardSpec (only the native path uses it)."""
+        setup_context into the plan's BackwardSpec (only the native path uses it).
+        ``data_values``: what a run of the body on this call read from the data (trace/data_reads.py)."""
         self.op = op
+        self.call = (op, args, device, backward)  # for a trace of the same call with the data's values
+        self.data = DataReads(self, data_values)
+        self.reads: list[_plan.ReadStep] = []
+        self.checks: list[_plan.CheckStep] = []
         self._made_stand_ins: list[weakref.ref] = []  # every stand-in of the trace (see release)
         self._with_backward = backward
         self.num_args = len(args)
@@ -213,8 +220,19 @@ class Tracer(GuardSink, LaunchMode):
         return proxy
 
     # -- GuardSink -------------------------------------------------------------------------------
+    def again(self, data_values: DataValues) -> "Tracer":
+        """A tracer of the same call that knows what the body reads from the data."""
+        op, args, device, backward = self.call
+        return Tracer(op, args, device, backward, data_values)
+
     def add_guard(self, code, text, origin=None):
         code = tuple(_expr.substitute(code, self._atom_over_arguments))
+        if self.data.depends_on_data(code):  # decided where the value is known: a Check step here
+            self.checks.append(_plan.CheckStep(_plan.Expr(list(code), text), body_location(*self.op.sources)))
+            self._made(_plan.StepKind.CHECK, len(self.checks) - 1)
+            if origin is not None:
+                self._parse_candidates.append((code, origin, _calling_instruction()))
+            return
         if code in self.guards:
             return
         self.guards[code] = text
@@ -228,7 +246,7 @@ class Tracer(GuardSink, LaunchMode):
         """A guard's read of a tensor the plan makes (an empty_like output's strides, read by the launches after
         it exists) as the expression over the arguments it is: guards select the plan before anything is made."""
         op, slot = Op(atom[0]), atom[1] if len(atom) > 1 else -1
-        if op not in (Op.SIZE, Op.STRIDE, Op.NUMEL) or slot < self.num_inputs:
+        if op not in (Op.SIZE, Op.STRIDE, Op.NUMEL) or slot < self.num_inputs or slot in self.data.shaped:
             return None
         sizes, strides = self.shadow_dims_of_slot(slot)
         if op == Op.NUMEL:
@@ -277,6 +295,11 @@ class Tracer(GuardSink, LaunchMode):
         for code, origin, instruction in self._parse_candidates:
             if id(origin) in ids and instruction in active:
                 self.guards.pop(code, None)
+                last = self.order[-1] if self.order else None
+                if last is not None and last.kind == _plan.StepKind.CHECK and \
+                        tuple(self.checks[last.index].condition.code) == code:
+                    self.order.pop()
+                    self.checks.pop()
         self._parse_candidates.clear()
 
     def error(self, message: str, overflow: bool = False, kind: type = TraceError) -> TraceError:
@@ -327,8 +350,13 @@ class Tracer(GuardSink, LaunchMode):
         size, stride or value (an int), or, for a tensor the plan made, its
         symbolic size or stride over the arguments."""
         op, slot = Op(atom[0]), atom[1]
+        if op == Op.READ:
+            return self.data.hints[slot]
         if op == Op.SCALAR:
             return concrete(self.stand_ins[slot]) if slot < self.num_args else 0
+        if slot in self.data.shaped:
+            sizes, strides = self.data.shaped[slot]
+            return (sizes if op == Op.SIZE else strides)[atom[2]]
         if op == Op.LIST_ITEM:
             return self.stand_ins[slot][atom[2]].value
         if slot < self.num_inputs:
@@ -340,6 +368,8 @@ class Tracer(GuardSink, LaunchMode):
 
     def atom_name(self, atom: tuple[int, ...]) -> str:
         op, slot = Op(atom[0]), atom[1]
+        if op == Op.READ:
+            return self.data.names[slot]
         if op in (Op.SCALAR, Op.LIST_ITEM):
             name = self.op.arg_names[slot]
             return name if op == Op.SCALAR else f"{name}[{atom[2]}]"
@@ -357,6 +387,8 @@ class Tracer(GuardSink, LaunchMode):
     def shadow_dims_of_slot(self, slot: int) -> tuple[list, list]:
         if slot < self.num_inputs:
             return self.shadow_dims(self._inputs[slot])
+        if slot in self.data.shaped:
+            return self.data.shaped[slot]
         return self._like_dims_of(slot)
 
     def shadow_dims(self, proxy: TensorProxy) -> tuple[list, list]:
@@ -401,6 +433,16 @@ class Tracer(GuardSink, LaunchMode):
             self._aten_writes.append((slot, f"{step.name} (at {step.site})"))
         return [TensorProxy(self, first + k, f"{step.name.split('::')[-1]}{first + k}", meta, sizes, strides)
                 for k, (meta, sizes, strides) in enumerate(metas)]
+
+    def next_slot(self) -> int:
+        """The slot the next tensor the plan makes takes."""
+        return self.num_inputs + self.num_made
+
+    def add_read(self, slot: int) -> int:
+        """A Read step of ``slot``'s one element; returns its index (``READ k``)."""
+        self.reads.append(_plan.ReadStep(slot, body_location(*self.op.sources)))
+        self._made(_plan.StepKind.READ, len(self.reads) - 1)
+        return len(self.reads) - 1
 
     def root_slot(self, slot: int) -> int:
         """The slot whose memory a view reads (the slot itself for others)."""
@@ -579,10 +621,13 @@ class Tracer(GuardSink, LaunchMode):
     def checkpoint(self) -> tuple:
         """What the plan holds so far (to drop what a failed ``setup_context`` trace added)."""
         return (len(self.order), len(self.allocs), len(self.views), len(self.aten_steps), len(self.launches),
-                self.num_made, list(self.guards), len(self._writes), len(self._aten_writes))
+                self.num_made, list(self.guards), len(self._writes), len(self._aten_writes), len(self.reads),
+                len(self.checks))
 
     def rollback(self, checkpoint: tuple) -> None:
-        order, allocs, views, aten_steps, launches, self.num_made, guards, writes, aten_writes = checkpoint
+        order, allocs, views, aten_steps, launches, self.num_made, guards, writes, aten_writes, reads, checks = \
+            checkpoint
+        del self.reads[reads:], self.checks[checks:]
         del self.order[order:], self.allocs[allocs:], self.views[views:], self.aten_steps[aten_steps:]
         del self.launches[launches:], self._writes[writes:], self._aten_writes[aten_writes:]
         self.guards = {code: self.guards[code] for code in guards}
@@ -611,10 +656,36 @@ class Tracer(GuardSink, LaunchMode):
             )
         unwritten = sorted(declared - set(written))
         if unwritten and (self._writes or self._aten_writes):
-            raise OpDefinitionError(
-                f"{self.op.qualname}: mutates_args declares '{names[unwritten[0]]}', but no kernel the body "
-                "launches writes it: remove it from mutates_args"
-            )
+            # Not the op's error: a body may write an argument in some calls only (in place where it is
+            # contiguous, into a copy elsewhere); these calls run the body, which writes what it writes.
+            raise self.error(f"mutates_args declares '{names[unwritten[0]]}', but no kernel the body launches "
+                             "writes it in this call: remove it from mutates_args if no call writes it")
+
+    def _check_nothing_written_before_checks(self) -> None:
+        """A call whose data fails a check runs the body instead, on the arguments as they came: no step before
+        the last check may write one."""
+        if not self.checks:
+            return
+        last_check = max(i for i, s in enumerate(self.order) if s.kind == _plan.StepKind.CHECK)
+        writing_aten = {operator for slot, operator in self._aten_writes if self.root_slot(slot) < self.num_inputs}
+        writing_launches = set()
+        for frontend, step, writes in self._writes:
+            stored = frontend.written_tensors(self.op.qualname, step, writes)
+            if stored is None or any(isinstance(v, TensorProxy) and self.root_slot(v._slot) < self.num_inputs
+                                     for _, v in stored):
+                writing_launches.add(id(step))
+        for s in self.order[:last_check]:
+            if s.kind == _plan.StepKind.LAUNCH and id(self.launches[s.index]) in writing_launches:
+                what = f"the launch at {self.launches[s.index].site}"
+            elif s.kind == _plan.StepKind.ATEN and \
+                    f"{self.aten_steps[s.index].name} (at {self.aten_steps[s.index].site})" in writing_aten:
+                what = f"{self.aten_steps[s.index].name} at {self.aten_steps[s.index].site}"
+            else:
+                continue
+            check = self.checks[self.order[last_check].index]
+            raise self.error(f"{what} writes an argument of the op before the body decides `{check.condition.text}` "
+                             "on a value read from the data: a call the plan cannot follow could not run the body "
+                             "on the arguments as they came")
 
     def _finish(self, result, backward=None) -> _plan.LaunchPlan:
         results = _returned(result)
@@ -644,6 +715,7 @@ class Tracer(GuardSink, LaunchMode):
                 raise OpDefinitionError(f"{self.op.qualname}: the body returns the same tensor twice")
             outputs.append(r._slot)
         self._check_mutations()
+        self._check_nothing_written_before_checks()
         # Guards made before the last allocation can change output shapes (a
         # prefix: guards are kept in the order they were made); later ones only
         # choose launches, and the fake implementation skips them.
@@ -660,6 +732,8 @@ class Tracer(GuardSink, LaunchMode):
             aten_steps=self.aten_steps,
             order=self.order,
             backward=self._backward_spec(backward),
+            reads=self.reads,
+            checks=self.checks,
         )
 
     def check_own_call(self, plan: _plan.LaunchPlan) -> None:

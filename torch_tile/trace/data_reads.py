@@ -1,0 +1,175 @@
+"""Values a body reads from its tensors' data: ``.item()``, ``int(t)``, ``bool(t)`` (an ``if`` or an ``assert`` on
+a tensor), and the sizes of results the data decides (``nonzero``, a boolean mask's selection, ``unique``).
+
+A launch plan reads them natively: a Read step copies one element to the host on the call's stream, waiting for
+the work before it as eager ``.item()`` does, and later expressions use the value (``READ k``); a result whose
+size is data has size atoms of its own (``SIZE slot d``), read from the tensor the step made. Stand-ins have no
+data, so the values of the call being traced come from one run of the body before the trace
+(``learn_data_values``: on the call's arguments, with copies of those it writes), recorded in order with the
+body's line that asked for each. With them the trace takes the path the call takes; what the body decides with
+a value (a branch, an assert, a guard torch takes on a size) becomes a Check step where it is decided, and calls
+whose data decides otherwise leave the plan there and run the body.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .._errors import TraceError
+from .._plan import ExprOp as Op
+from .expr import SymbolicInt, substitute
+
+# Operators that hand one element of a tensor to the host.
+READ_OPERATORS = ("item", "_local_scalar_dense", "is_nonzero")
+_TORCH_TILE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# Frames that are not the body's: torch's, and torch_tile's own (its example ops' bodies are bodies).
+_NOT_BODY_DIRS = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, _TORCH_TILE_DIR)
+_BODY_DIRS = (os.path.join(_TORCH_TILE_DIR, "kernels") + os.sep,)
+
+
+class NeedsDataValues(TraceError):
+    """The body reads its tensors' data and the trace has no values for it: learn them (one run of the body) and
+    trace again."""
+
+
+@dataclass
+class DataEvent:
+    kind: str  # "read": one value; "shape": the sizes of an operator's results
+    site: str  # the body's (or its library's) line that asked: the first frame outside torch and torch_tile
+    name: str  # "read", or the operator ("aten::nonzero")
+    value: Any  # the int read, or one list of sizes per tensor result
+
+
+def _site() -> str:
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_NOT_BODY_DIRS) or path.startswith(_BODY_DIRS):
+            break
+        frame = frame.f_back
+    return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+class DataValues:
+    """What one run of the body read, and how far the trace has used it."""
+
+    def __init__(self, events: list[DataEvent]):
+        self.events = events
+        self._next = 0
+
+    def take(self, kind: str, name: str) -> Optional[DataEvent]:
+        """The next recorded event of this kind, operator and line (events of other lines, such as an autotuner's
+        timing, are passed over), or None."""
+        site = _site()
+        for i in range(self._next, len(self.events)):
+            e = self.events[i]
+            if (e.kind, e.name, e.site) == (kind, name, site):
+                self._next = i + 1
+                return e
+        return None
+
+
+class _Recording(TorchDispatchMode):
+    def __init__(self, events: list[DataEvent]):
+        super().__init__()
+        self.events = events
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        short = func._schema.name.split("::")[-1]
+        if short in READ_OPERATORS:
+            self.events.append(DataEvent("read", _site(), "read", out))
+        elif torch.Tag.dynamic_output_shape in func.tags:
+            shapes = [list(t.shape) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+            self.events.append(DataEvent("shape", _site(), func._schema.name, shapes))
+        return out
+
+
+def _copy(value):
+    if isinstance(value, torch.Tensor):
+        with torch.no_grad():
+            copy = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device)
+            copy.copy_(value)
+        return copy.requires_grad_(value.requires_grad) if value.is_leaf and value.requires_grad else copy
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(v) for v in value)
+    return value
+
+
+def learn_data_values(values: tuple, written: list[int], run: Callable[[tuple], object]) -> DataValues:
+    """Runs ``run`` (the body, its kernels launched by their own launchers) on ``values``, with copies of the
+    arguments ``written`` (by index), and records the data it reads."""
+    if any(t.device.type == "meta" for t in pytree.tree_leaves(values) if isinstance(t, torch.Tensor)):
+        raise TraceError("meta tensors have no data to read")
+    events: list[DataEvent] = []
+    arguments = tuple(_copy(v) if i in written else v for i, v in enumerate(values))
+    with _Recording(events):
+        run(arguments)
+    return DataValues(events)
+
+
+class DataReads:
+    """One trace's reads of data: Read steps, the slots whose sizes are data, and the codes that depend on them."""
+
+    def __init__(self, tracer, values: Optional[DataValues]):
+        self.tracer = tracer
+        self.values = values
+        self.names: list[str] = []  # per Read step, for messages: "mask.item()"
+        self.hints: list[int] = []  # per Read step, the traced call's value
+        self.bools: set[int] = set()  # Read steps of a bool
+        self.shaped: dict[int, tuple[list[int], list[int]]] = {}  # slot whose sizes are data -> its sizes, strides
+        self._last: Optional[DataEvent] = None  # the shape event of the operator whose results are being made
+
+    def _event(self, kind: str, name: str, what: str) -> DataEvent:
+        if self.values is None:
+            raise NeedsDataValues(f"{self.tracer.op.qualname}: {what} reads the tensors' data")
+        event = self.values.take(kind, name)
+        if event is None:
+            raise self.tracer.error(f"{what} reads the tensors' data where the run that learned its values did "
+                                    "not (the body reads different data each run)")
+        return event
+
+    def read(self, slot: int, dtype: torch.dtype, name: str, what: str) -> SymbolicInt:
+        """A Read step of ``slot``'s one element; the value as a symbolic int over it."""
+        if dtype.is_floating_point or dtype.is_complex:
+            raise self.tracer.error(f"{what} reads a {dtype} value from the tensors' data; a launch plan reads "
+                                    "integers and bools only")
+        value = self._event("read", "read", what).value
+        k = self.tracer.add_read(slot)
+        self.names.append(name)
+        self.hints.append(int(value))
+        if dtype == torch.bool:
+            self.bools.add(k)
+        return SymbolicInt((Op.READ, k), name, int(value), self.tracer, is_bool=dtype == torch.bool)
+
+    def shaped_result(self, operator: str, index: int, what: str) -> list[int]:
+        """The sizes the traced call's ``index``-th result of ``operator`` has (its size is data)."""
+        event = self._event("shape", operator, what) if index == 0 else self._last
+        self._last = event
+        if index >= len(event.value):
+            raise self.tracer.error(f"{what} made {len(event.value)} tensors where the run that learned its "
+                                    "values made more")
+        return event.value[index]
+
+    def is_bool(self, code: tuple) -> bool:
+        return len(code) == 2 and Op(code[0]) == Op.READ and code[1] in self.bools
+
+    def depends_on_data(self, code) -> bool:
+        """Whether an expression reads a value of the data or a size the data decides."""
+        found = []
+
+        def visit(atom: tuple):
+            op = Op(atom[0])
+            if op == Op.READ or (op in (Op.SIZE, Op.STRIDE, Op.NUMEL) and atom[1] in self.shaped):
+                found.append(atom)
+            return None
+
+        substitute(code, visit)
+        return bool(found)
