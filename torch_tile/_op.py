@@ -303,8 +303,9 @@ class TileOp:
             try:
                 plan = tracer.run()
             except NeedsDataValues:  # learn what the body reads from this call's data, then trace again
+                # As a call that runs the body runs it: with the caller's autograd (a body may take gradients).
                 values = learn_data_values(tracer.call[1], self.mutated_args,
-                                           lambda args: _fallback.run_body(self, args))
+                                           lambda args: _fallback.run_body(self, args), _C.run_as_the_caller)
                 again = tracer.again(values)
                 tracer.release()
                 tracer = again

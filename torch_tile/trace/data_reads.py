@@ -103,15 +103,21 @@ def _copy(value):
     return value
 
 
-def learn_data_values(values: tuple, written: list[int], run: Callable[[tuple], object]) -> DataValues:
+def learn_data_values(values: tuple, written: list[int], run: Callable[[tuple], object],
+                      enter: Callable[[Callable[[], None]], object] = lambda f: f()) -> DataValues:
     """Runs ``run`` (the body, its kernels launched by their own launchers) on ``values``, with copies of the
-    arguments ``written`` (by index), and records the data it reads."""
+    arguments ``written`` (by index), and records the data it reads. ``enter(f)`` calls ``f`` in the state the
+    body runs in (the caller's dispatch keys); the recording starts inside it."""
     if any(t.device.type == "meta" for t in pytree.tree_leaves(values) if isinstance(t, torch.Tensor)):
         raise TraceError("meta tensors have no data to read")
     events: list[DataEvent] = []
     arguments = tuple(_copy(v) if i in written else v for i, v in enumerate(values))
-    with _Recording(events):
-        run(arguments)
+
+    def recorded() -> None:
+        with _Recording(events):
+            run(arguments)
+
+    enter(recorded)
     return DataValues(events)
 
 

@@ -57,8 +57,11 @@ def tuning_run(tracer, tuner: Autotuner, grid, args: tuple, kwargs: dict):
         if isinstance(value, TensorProxy):
             if value._slot < tracer.num_inputs:
                 return tracer._input_values[value._slot].clone()
+            # A tensor the body makes, zero-filled: one that holds indices or offsets (made from the data) must
+            # not send the configs' timing runs out of bounds.
             m = value._meta
-            return torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=tracer.device)
+            extent = 0 if 0 in m.sizes else 1 + sum((s - 1) * st for s, st in zip(m.sizes, m.strides))
+            return torch.zeros(extent, dtype=m.dtype, device=tracer.device).as_strided(m.sizes, m.strides)
         if isinstance(value, TensorDescriptor):
             kernel = base_kernel(tuner, tracer.error).fn.__name__
             where = f"{tracer.op.qualname}: tensor descriptor '{name}' of kernel {kernel}"
