@@ -27,7 +27,7 @@ from cut_cross_entropy.cce_backward import cce_backward_kernel  # noqa: E402
 from cut_cross_entropy.cce_lse_forward import cce_lse_forward_kernel  # noqa: E402
 from cut_cross_entropy.indexed_dot import indexed_neg_dot_forward_kernel  # noqa: E402
 
-from wrapper_corpus import Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
+from wrapper_corpus import TAKES_ITS_OWN_GRADIENT, Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
 
 VALIDS_BY_DATA = "the trace learns the size of (targets != ignore_index).nonzero() from one run of the body"
 
@@ -271,7 +271,9 @@ ENTRIES: List[Entry] = [
            _grad_case("f16-mean"),
            _grad_case("f16-sum", reduction="sum"),
            _grad_case("bf16-mean", bf16, gpu_only=BF16_CPU),
-       ], cpu_skip=LOG1P, tol_scale=10, trace_runs_body=VALIDS_BY_DATA,
+       ], cpu_skip=LOG1P, tol_scale=10, trace_runs_body=VALIDS_BY_DATA, refused=TAKES_ITS_OWN_GRADIENT,
+        refused_because="the body takes its own gradient (torch.autograd.grad), which a trace's stand-ins cannot: "
+                        "its calls run the body",
         notes="requires_grad_ + enable_grad inside the body, autograd.grad through Function.backward: "
               "sort_logit_avg (@torch.compile'd argsort), logit_avg atomics, cce_backward_kernel with locks"),
     _e("lse_forward", "cut_cross_entropy.cce_lse_forward.cce_lse_forward_kernel", lse_forward_op, lse_forward_ref, [

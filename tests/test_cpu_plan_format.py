@@ -130,6 +130,40 @@ def test_plans_are_checked_when_built():
         bad.validate("tile::add", 2)
 
 
+def test_data_reads_are_checked_when_built():
+    """Guards select a plan before any step runs: they may not read data; a check reads only values read and
+    tensors made before it; a read reads a tensor that exists."""
+    R, C, V = _plan.StepKind.READ, _plan.StepKind.CHECK, _plan.ExprOp.READ
+    plan = K.add.trace(torch.randn(10), torch.randn(10))
+    alloc_then_launch = list(plan.order)
+    read0 = _plan.Expr([int(V), 0], "n")
+
+    def built(guards=(), reads=(), checks=(), order=()):
+        return _plan.LaunchPlan(plan.tensor_guards, list(plan.guards) + list(guards), plan.num_shape_guards,
+                                plan.allocs, plan.launches, list(plan.outputs), order=list(order),
+                                reads=list(reads), checks=list(checks))
+
+    ok = built(reads=[_plan.ReadStep(0, "here")], checks=[_plan.CheckStep(read0, "here")],
+               order=[_plan.PlanStep(R, 0), _plan.PlanStep(C, 0), *alloc_then_launch])
+    ok.validate("tile::add", 2)
+    with pytest.raises(ValueError, match="has a guard `n` on a value read from the data"):
+        built(guards=[read0], order=alloc_then_launch).validate("tile::add", 2)
+    with pytest.raises(ValueError, match="checks a value not yet made"):
+        built(reads=[_plan.ReadStep(0, "here")], checks=[_plan.CheckStep(read0, "here")],
+              order=[_plan.PlanStep(C, 0), _plan.PlanStep(R, 0), *alloc_then_launch]).validate("tile::add", 2)
+    with pytest.raises(ValueError, match="reads the data of a bad slot"):
+        built(reads=[_plan.ReadStep(2, "here")],  # the allocation's slot, before the allocation
+              order=[_plan.PlanStep(R, 0), *alloc_then_launch]).validate("tile::add", 2)
+    with pytest.raises(ValueError, match="needs an order"):
+        _plan.LaunchPlan(plan.tensor_guards, plan.guards, 0, plan.allocs, plan.launches, [2],
+                         reads=[_plan.ReadStep(0, "here")])
+    # Round trip: the steps, their order and their sites.
+    (loaded,) = _C.plans_from_bytes(K.add.export_plans([ok]))["plans"]
+    assert [(s.kind, s.index) for s in loaded.order] == [(s.kind, s.index) for s in ok.order]
+    assert [(r.slot, r.site) for r in loaded.reads] == [(0, "here")]
+    _same_expr(loaded.checks[0].condition, read0)
+
+
 # -- serialized plans ---------------------------------------------------------------------------------------
 
 

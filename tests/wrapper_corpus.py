@@ -47,15 +47,21 @@ class Refusal:
 
     error: type
     match: str
+    # Whether calls fall back (None: a TraceError that does not say the op or the call is wrong does); an error
+    # the body itself raises while traced (not a TraceError) falls back too.
+    fallback: Optional[bool] = None
 
     @property
     def falls_back(self) -> bool:
+        if self.fallback is not None:
+            return self.fallback
         return issubclass(self.error, torch_tile.TraceError) and not issubclass(
             self.error, (torch_tile.OpDefinitionError, torch_tile.CallError))
 
 
 # Why no plan holds some real wrappers (the mechanisms; each entry using one says why it applies).
 READS_DATA = Refusal(torch_tile.TraceError, r"depends on the tensors' data")
+TAKES_ITS_OWN_GRADIENT = Refusal(RuntimeError, r"does not require grad|does not have a grad_fn", fallback=True)
 READS_FLOAT = Refusal(torch_tile.TraceError,
                       r"value from the tensors' data; a launch plan reads integers and bools only")
 ADDRESS_AS_DATA = Refusal(torch_tile.TraceError, r"is an address: a launch plan can only check its alignment")
