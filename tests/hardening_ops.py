@@ -7,12 +7,7 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
-
-
-@triton.jit
-def copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
+from shared_kernels import copy_kernel
 
 
 @triton.jit

@@ -16,15 +16,9 @@ from torch._dynamo.testing import CompileCounterWithBackend
 import torch_tile as tt
 from torch_tile import TraceError
 from torch_tile import kernels as K
+from shared_kernels import scale_kernel
 
 NS = "tt_cpu_autograd"
-
-
-@triton.jit
-def scale_kernel(out_ptr, x_ptr, alpha, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * alpha, mask=mask)
 
 
 @tt.op(f"{NS}::scale")

@@ -37,6 +37,7 @@ from torch_tile.frontends.triton import writes
 from torch_tile.kernels import pdl_layer_norm
 from torch_tile.frontends.triton.frontend import analysed_writes
 from torch_tile import _testing
+from shared_kernels import scale_kernel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREADS = 32
@@ -48,13 +49,6 @@ def add_kernel(out_ptr, x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-@triton.jit
-def scale_kernel(out_ptr, x_ptr, alpha, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * alpha, mask=mask)
 
 
 @triton.jit

@@ -19,14 +19,9 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import _C
+from shared_kernels import copy_kernel
 
 HERE = re.escape(__file__)
-
-
-@triton.jit
-def copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
 
 
 def _grid_divides(x: torch.Tensor, k: int) -> torch.Tensor:

@@ -19,21 +19,15 @@ import traceback
 
 import torch
 import triton
-import triton.language as tl
 from triton.runtime.jit import JITFunction
 
 import torch_tile as tt
 from torch_tile import _C, _disk_cache
 from torch_tile.frontends.triton import codegen_lock
+from shared_kernels import copy_kernel
 
 CHILD_TIMEOUT = 120
 _fresh = itertools.count()
-
-
-@triton.jit
-def copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
 
 
 def new_copy_op():

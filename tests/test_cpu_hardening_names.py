@@ -12,20 +12,14 @@ import textwrap
 import pytest
 import torch
 import triton
-import triton.language as tl
 
 import torch_tile as tt
 from torch_tile._op import registered_ops
+from shared_kernels import scale_kernel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CUDA = torch.device("cuda:0")  # the device traced plans are for (CPU tensors stand for CUDA ones)
 _fresh = itertools.count()
-
-
-@triton.jit
-def scale_kernel(out_ptr, x_ptr, alpha, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * alpha, mask=offs < n)
 
 
 def scaling_body(factor: float):
