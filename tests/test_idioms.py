@@ -595,7 +595,7 @@ def test_plans_that_read_data_serialize_with_their_reads_and_checks():
     op = divided_by_valid_count["cpu"]
     plan = op.trace(torch.randn(64), _targets(10, "cpu"))
     (loaded,) = tt._C.plans_from_bytes(op.export_plans([plan]))["plans"]
-    assert [(r.slot, r.site) for r in loaded.reads] == [(r.slot, r.site) for r in plan.reads]
+    assert [(r.slot, r.count, r.site) for r in loaded.reads] == [(r.slot, r.count, r.site) for r in plan.reads]
     assert [list(c.condition.code) for c in loaded.checks] == [list(c.condition.code) for c in plan.checks]
     assert _steps(loaded) == _steps(plan)
 
@@ -641,3 +641,36 @@ def test_capturing_a_read_of_the_data_raises_torch_s_error_and_leaves_nothing_st
                 op(x, target)
     torch.cuda.synchronize()
     torch.testing.assert_close(op(x, target), x / (target != -100).sum())
+
+
+def _copies_counted_prefixes(x: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    # Per-row counts read with .tolist(), as MoE wrappers read tokens per expert, passed to the kernel as ints.
+    out = torch.zeros_like(x)
+    for row, n in enumerate(counts.tolist()):
+        _scale_kernel[(triton.cdiv(x.shape[1], 128),)](x[row], out[row], n, 1.0, BLOCK=128)
+    return out
+
+
+copies_counted_prefixes = {device: tt.op(f"{NS}::copies_counted_prefixes_{device}", _copies_counted_prefixes)
+                           for device in DEVICES}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_list_read_from_the_data_is_one_read_step(device):
+    op = copies_counted_prefixes[device]
+    x = torch.randn(3, 40, device=device)
+    counts = torch.tensor([5, 40, 0], device=device)
+    plan = op.trace(x, counts)
+    assert _steps(plan).count("READ") == 1 and plan.reads[0].count == 3 and not plan.checks
+    assert [list(launch.bindings[2].expr.code) for launch in plan.launches] == [[int(Op.READ), k] for k in range(3)]
+
+    def expected(c):
+        out = torch.zeros_like(x)
+        for row, n in enumerate(c.tolist()):
+            out[row, :n] = x[row, :n]
+        return out
+
+    for c in (counts, torch.tensor([40, 1, 17], device=device)):  # other counts: the same plan
+        torch.testing.assert_close(op(x, c), expected(c))
+    if device == "cuda":
+        assert op.plan_count == 1 and not op.fallback_calls

@@ -293,10 +293,13 @@ void bind_structures(py::module_& m) {
         return "AtenStep(" + a.name + (a.overload.empty() ? "" : "." + a.overload) + " at " + a.site + ")";
       });
 
-  py::class_<ReadStep>(m, "ReadStep", "A value read from a tensor's data on the host (`.item()`)")
-      .def(py::init([](int32_t slot, std::string site) { return ReadStep{slot, std::move(site)}; }), py::arg("slot"),
-           py::arg("site"))
+  py::class_<ReadStep>(m, "ReadStep", "Values read from a tensor's data on the host (`.item()`, `.tolist()`)")
+      .def(py::init([](int32_t slot, std::string site, int32_t count) {
+             return ReadStep{slot, count, std::move(site)};
+           }),
+           py::arg("slot"), py::arg("site"), py::arg("count") = 1)
       .def_readonly("slot", &ReadStep::slot)
+      .def_readonly("count", &ReadStep::count)
       .def_readonly("site", &ReadStep::site);
 
   py::class_<CheckStep>(m, "CheckStep", "A condition on values read from the data that the later steps assume")

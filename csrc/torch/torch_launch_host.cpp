@@ -1,5 +1,7 @@
 #include "torch_launch_host.h"
 
+#include <cstring>
+
 #include <ATen/core/grad_mode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/TensorOptions.h>
@@ -101,15 +103,22 @@ void* TorchLaunchHost::scratch(size_t bytes, size_t alignment) {
   return scratch_.back().get();
 }
 
-int64_t TorchLaunchHost::read_value(int slot, const ReadStep& step) {
+void TorchLaunchHost::read_values(int slot, const ReadStep& step, int64_t* out) {
   const at::Tensor& t = tensor(slot);
-  if (t.numel() != 1 || t.is_floating_point() || t.is_complex()) {
-    fail(ErrorKind::Value, "a value read from the data (at " + step.site + ") needs one integer or bool element; got " +
-                               std::to_string(t.numel()) + " element(s) of " + std::string(c10::toString(t.scalar_type())));
+  if (t.numel() != step.count || t.is_floating_point() || t.is_complex()) {
+    fail(ErrorKind::Value, "values read from the data (at " + step.site + ") need " + std::to_string(step.count) +
+                               " integer or bool element(s); got " + std::to_string(t.numel()) + " of " +
+                               std::string(c10::toString(t.scalar_type())));
   }
-  // torch's own read (aten::_local_scalar_dense): the current stream, synchronized; under CUDA-graph capture it
-  // raises torch's error for `.item()` there.
-  return t.item().toLong();
+  if (step.count == 1) {
+    // torch's own read (aten::_local_scalar_dense): the current stream, synchronized; under CUDA-graph capture it
+    // raises torch's error for `.item()` there.
+    out[0] = t.item().toLong();
+    return;
+  }
+  // One blocking copy to the host, as `.tolist()` makes (the same error under capture), then the values there.
+  const at::Tensor host = t.to(at::TensorOptions().device(c10::kCPU).dtype(c10::kLong)).contiguous();
+  std::memcpy(out, host.data_ptr<int64_t>(), sizeof(int64_t) * size_t(step.count));
 }
 
 cu::CUstream TorchLaunchHost::stream() {

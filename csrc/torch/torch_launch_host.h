@@ -21,7 +21,7 @@ class TorchLaunchHost final : public LaunchHost {
   TensorArg allocate(int slot, const AllocStep& step, const int64_t* shape, int rank) override;
   void add_view(int slot, const ViewStep& step, int64_t offset) override;
   void run_aten(const AtenStep& step, CallArgs& args, int first_slot) override;
-  int64_t read_value(int slot, const ReadStep& step) override;
+  void read_values(int slot, const ReadStep& step, int64_t* out) override;
   void* scratch(size_t bytes, size_t alignment) override;
   cu::CUstream stream() override;
 

@@ -13,12 +13,14 @@ whose data decides otherwise leave the plan there and run the body.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -41,10 +43,10 @@ class NeedsDataValues(TraceError):
 
 @dataclass
 class DataEvent:
-    kind: str  # "read": one value; "shape": the sizes of an operator's results
+    kind: str  # "read": one value; "list": ``.tolist()``'s values; "shape": the sizes of an operator's results
     site: str  # the body's (or its library's) line that asked: the first frame outside torch and torch_tile
-    name: str  # "read", or the operator ("aten::nonzero")
-    value: Any  # the int read, or one list of sizes per tensor result
+    name: str  # the kind, or the operator ("aten::nonzero")
+    value: Any  # the int read, the ints of the list (row-major), or one list of sizes per tensor result
 
 
 def _site() -> str:
@@ -92,6 +94,20 @@ class _Recording(TorchDispatchMode):
         return out
 
 
+class _RecordingLists(TorchFunctionMode):
+    """``.tolist()`` reads its values in C++ (no operator a dispatch mode sees): recorded at torch's Python API."""
+
+    def __init__(self, events: list[DataEvent]):
+        super().__init__()
+        self.events = events
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is torch.Tensor.tolist:
+            self.events.append(DataEvent("list", _site(), "list", [int(v) for v in pytree.tree_leaves(out)]))
+        return out
+
+
 def _copy(value):
     if isinstance(value, torch.Tensor):
         with torch.no_grad():
@@ -114,7 +130,7 @@ def learn_data_values(values: tuple, written: list[int], run: Callable[[tuple], 
     arguments = tuple(_copy(v) if i in written else v for i, v in enumerate(values))
 
     def recorded() -> None:
-        with _Recording(events):
+        with _RecordingLists(events), _Recording(events):
             run(arguments)
 
     enter(recorded)
@@ -127,9 +143,9 @@ class DataReads:
     def __init__(self, tracer, values: Optional[DataValues]):
         self.tracer = tracer
         self.values = values
-        self.names: list[str] = []  # per Read step, for messages: "mask.item()"
-        self.hints: list[int] = []  # per Read step, the traced call's value
-        self.bools: set[int] = set()  # Read steps of a bool
+        self.names: list[str] = []  # per value read, for messages: "mask.item()"
+        self.hints: list[int] = []  # per value read, the traced call's value
+        self.bools: set[int] = set()  # values read from a bool tensor
         self.shaped: dict[int, tuple[list[int], list[int]]] = {}  # slot whose sizes are data -> its sizes, strides
         self._last: Optional[DataEvent] = None  # the shape event of the operator whose results are being made
 
@@ -144,16 +160,42 @@ class DataReads:
 
     def read(self, slot: int, dtype: torch.dtype, name: str, what: str) -> SymbolicInt:
         """A Read step of ``slot``'s one element; the value as a symbolic int over it."""
+        (value,) = self._read(slot, dtype, [name], [self._event("read", "read", what).value], what)
+        return value
+
+    def tolist(self, proxy, what: str):
+        """``proxy.tolist()``: one Read step of all its elements (its sizes guarded), as nested lists of
+        symbolic ints."""
+        sizes = [int(s) for s in proxy.size()]
+        values = self._event("list", "list", what).value if math.prod(sizes) else []
+        if len(values) != math.prod(sizes):
+            raise self.tracer.error(f"{what} read {len(values)} values in the run that learned them, and the "
+                                    f"tensor has {math.prod(sizes)} here")
+        names = [f"{proxy._name}.tolist()[{i}]" for i in range(len(values))]
+        flat = self._read(proxy._slot, proxy.dtype, names, values, what) if values else []
+
+        def nest(d: int, start: int):
+            if d == len(sizes):
+                return flat[start]
+            step = math.prod(sizes[d + 1:])
+            return [nest(d + 1, start + i * step) for i in range(sizes[d])]
+
+        return nest(0, 0)
+
+    def _read(self, slot: int, dtype: torch.dtype, names: list[str], values: list[int], what: str) -> list:
         if dtype.is_floating_point or dtype.is_complex:
             raise self.tracer.error(f"{what} reads a {dtype} value from the tensors' data; a launch plan reads "
                                     "integers and bools only")
-        value = self._event("read", "read", what).value
-        k = self.tracer.add_read(slot)
-        self.names.append(name)
-        self.hints.append(int(value))
-        if dtype == torch.bool:
-            self.bools.add(k)
-        return SymbolicInt((Op.READ, k), name, int(value), self.tracer, is_bool=dtype == torch.bool)
+        first = self.tracer.add_read(slot, len(values))
+        is_bool = dtype == torch.bool
+        out = []
+        for i, (name, value) in enumerate(zip(names, values)):
+            self.names.append(name)
+            self.hints.append(int(value))
+            if is_bool:
+                self.bools.add(first + i)
+            out.append(SymbolicInt((Op.READ, first + i), name, int(value), self.tracer, is_bool=is_bool))
+        return out
 
     def shaped_result(self, operator: str, index: int, what: str) -> list[int]:
         """The sizes the traced call's ``index``-th result of ``operator`` has (its size is data)."""

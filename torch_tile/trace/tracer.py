@@ -317,6 +317,8 @@ class Tracer(GuardSink, LaunchMode):
             raise self.error(f"allocation on {device}, but the op's tensors are on {self.device}")
 
     def torch_function(self, func, args: tuple, kwargs: dict):
+        if func is torch.Tensor.tolist and isinstance(args[0], TensorProxy):
+            return self.data.tolist(args[0], f"`{args[0]._name}.tolist()`")
         if func in _FACTORIES:
             return self.factory(func, args, kwargs)
         if makes_host_tensor(func, args, kwargs):
@@ -438,11 +440,12 @@ class Tracer(GuardSink, LaunchMode):
         """The slot the next tensor the plan makes takes."""
         return self.num_inputs + self.num_made
 
-    def add_read(self, slot: int) -> int:
-        """A Read step of ``slot``'s one element; returns its index (``READ k``)."""
-        self.reads.append(_plan.ReadStep(slot, body_location(*self.op.sources)))
+    def add_read(self, slot: int, count: int = 1) -> int:
+        """A Read step of ``slot``'s ``count`` elements; returns the index of its first value (``READ k``)."""
+        first = sum(r.count for r in self.reads)
+        self.reads.append(_plan.ReadStep(slot, body_location(*self.op.sources), count))
         self._made(_plan.StepKind.READ, len(self.reads) - 1)
-        return len(self.reads) - 1
+        return first
 
     def root_slot(self, slot: int) -> int:
         """The slot whose memory a view reads (the slot itself for others)."""

@@ -372,7 +372,8 @@ void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const ch
           fail(ErrorKind::NotImplemented, std::string(op_name) + ": the plan reads a value from the tensors' data (at " +
                                               r.site + "), which a dry run without the data cannot do");
         }
-        args.reads[args.num_reads++] = host.read_value(r.slot, r);
+        host.read_values(r.slot, r, args.reads + args.num_reads);  // validate() bounded the count
+        args.num_reads += r.count;
         continue;
       }
       case StepKind::Check: {

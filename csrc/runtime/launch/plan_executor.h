@@ -28,9 +28,9 @@ class LaunchHost {
   // Runs an ATen step; its results become slots first_slot, first_slot + 1, ...
   // (the host fills args.slots for them).
   virtual void run_aten(const AtenStep& step, CallArgs& args, int first_slot) = 0;
-  // The one element of tensor `slot` as int64 (a Read step): read on the host's stream after the work before
-  // it, which it waits for (as eager `.item()` does).
-  virtual int64_t read_value(int slot, const ReadStep& step) = 0;
+  // The `step.count` elements of tensor `slot` as int64, into `out` (a Read step): read on the host's stream
+  // after the work before it, which it waits for (as eager `.item()` and `.tolist()` do).
+  virtual void read_values(int slot, const ReadStep& step, int64_t* out) = 0;
   // Device memory that stays valid until the call returns (stream-ordered).
   virtual void* scratch(size_t bytes, size_t alignment) = 0;
   virtual cu::CUstream stream() = 0;

@@ -235,13 +235,14 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
       }
       case StepKind::Read: {
         mark(seen_read, step.index);
-        const int32_t s = reads[size_t(step.index)].slot;
-        if (s < 0 || s >= slot) bad_plan(op, "reads the data of a bad slot");
-        if (num_reads == kMaxDataReads) {
+        const ReadStep& r = reads[size_t(step.index)];
+        if (r.slot < 0 || r.slot >= slot) bad_plan(op, "reads the data of a bad slot");
+        if (r.count < 1) bad_plan(op, "reads no value");
+        if (r.count > kMaxDataReads - num_reads) {
           fail(ErrorKind::NotImplemented, op + ": the body reads more than " + std::to_string(kMaxDataReads) +
                                               " values from the tensors' data");
         }
-        ++num_reads;
+        num_reads += r.count;
         break;
       }
       case StepKind::Check: {

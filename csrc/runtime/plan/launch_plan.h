@@ -128,11 +128,13 @@ struct AtenStep {
   std::shared_ptr<const void> resolved;
 };
 
-// A value the body reads from a tensor's data on the host (`.item()`, `int(t)`, `bool(t)`): the one element of
-// `slot`, as int64 (bools as 0/1), read on the call's stream after the work before it, as eager reads it. Later
-// expressions use it as [Read, k], k counting the plan's Read steps in order.
+// Values the body reads from a tensor's data on the host (`.item()`, `int(t)`, `bool(t)`, `.tolist()`): the
+// `count` elements of `slot` in row-major order, as int64 (bools as 0/1), copied to the host in one transfer on
+// the call's stream after the work before it, as eager reads them. Later expressions use them as [Read, k], k
+// counting the values the plan's Read steps read, in order.
 struct ReadStep {
   int32_t slot = -1;
+  int32_t count = 1;
   std::string site;  // "file:line" in the op body
 };
 

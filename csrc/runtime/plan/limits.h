@@ -15,7 +15,7 @@ constexpr int kMaxPlans = 256;       // launch plans (guard sets) per op
 constexpr int kMaxListItems = 256;  // items of all int[] arguments of one call
 constexpr int kMaxShapeRank = 16;    // rank of an allocated output or a view
 constexpr int kMaxViewDims = 2 * kMaxShapeRank * 32;  // sizes + strides of all views of one plan
-constexpr int kMaxDataReads = 64;    // values one call reads from its tensors' data (Read steps)
+constexpr int kMaxDataReads = 256;   // values one call reads from its tensors' data (Read steps)
 // CUDA's grid limits, blocks in x, y, z: the same on every GPU torch_tile runs on (compute capability >= 3.0).
 constexpr int64_t kMaxGrid[3] = {2147483647, 65535, 65535};
 

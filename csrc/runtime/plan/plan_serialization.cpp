@@ -142,6 +142,7 @@ void write_plan(ByteWriter& w, const LaunchPlan& p) {
   w.count(p.reads.size());
   for (const ReadStep& s : p.reads) {
     w.pod(s.slot);
+    w.pod(s.count);
     w.str(s.site);
   }
   w.count(p.checks.size());
@@ -202,9 +203,10 @@ LaunchPlan read_plan(ByteReader& r, const std::function<std::shared_ptr<KernelCa
   for (ViewStep& v : p.views) v = read_view(r);
   p.aten_steps.resize(r.count(20));
   for (AtenStep& a : p.aten_steps) a = read_aten(r);
-  p.reads.resize(r.count(8));
+  p.reads.resize(r.count(12));
   for (ReadStep& s : p.reads) {
     s.slot = r.pod<int32_t>();
+    s.count = r.pod<int32_t>();
     s.site = r.str();
   }
   p.checks.resize(r.count(12));
