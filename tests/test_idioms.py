@@ -674,3 +674,33 @@ def test_a_list_read_from_the_data_is_one_read_step(device):
         torch.testing.assert_close(op(x, c), expected(c))
     if device == "cuda":
         assert op.plan_count == 1 and not op.fallback_calls
+
+
+def _split_by_counts(x: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    # Rows split by counts read from the data (tokens per expert), each slice its own launch.
+    out = torch.zeros_like(x)
+    start = 0
+    for n in counts.tolist():
+        _scale_kernel[(triton.cdiv(x.numel(), 128),)](x[start:start + n], out[start:start + n], n, 3.0, BLOCK=128)
+        start += n
+    return out
+
+
+split_by_counts = {device: tt.op(f"{NS}::split_by_counts_{device}", _split_by_counts) for device in DEVICES}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_slices_bounded_by_values_read_from_the_data_stay_symbolic(device):
+    op = split_by_counts[device]
+    x = torch.randn(20, device=device)
+    plan = op.trace(x, torch.tensor([3, 5, 2], device=device))
+    # The slices' offsets and sizes are expressions of the values read; the checks only keep them in bounds.
+    assert [v.offset.text for v in plan.views][::2] == ["0", "counts.tolist()[0]",
+                                                        "counts.tolist()[0] + counts.tolist()[1]"]
+    assert all("==" not in c.condition.text for c in plan.checks)
+    for counts in ([3, 5, 2], [0, 20, 0], [7, 1, 12]):  # the same plan for each
+        c = torch.tensor(counts, device=device)
+        expected = torch.cat([3 * x[:sum(counts)], torch.zeros(20 - sum(counts), device=device)])
+        torch.testing.assert_close(op(x, c), expected)
+    if device == "cuda":
+        assert op.plan_count == 1 and not op.fallback_calls

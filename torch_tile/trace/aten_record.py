@@ -86,6 +86,8 @@ class AtenRecorder:
         self._keep += [proxy, fake]
 
     def _to_shadow(self, value):
+        if isinstance(value, slice):  # x[a:b] with symbolic bounds: a view whose sizes and offset stay symbolic
+            return slice(*(self._to_shadow(v) for v in (value.start, value.stop, value.step)))
         if isinstance(value, TensorProxy):
             return self.shadow(value)
         if isinstance(value, SymbolicInt):
