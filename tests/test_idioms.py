@@ -704,3 +704,18 @@ def test_slices_bounded_by_values_read_from_the_data_stay_symbolic(device):
         torch.testing.assert_close(op(x, c), expected)
     if device == "cuda":
         assert op.plan_count == 1 and not op.fallback_calls
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_first_call_whose_body_raises_leaves_no_plan_behind(device):
+    """The body's own error while its data values are learned (an assert on the first call's data) is that call's
+    error; the next call traces as if it were the first."""
+    op = tt.op(f"{NS}::asserts_first_{device}", _divided_by_valid_count)
+    x, target = torch.randn(64, device=device), _targets(10, device)
+    bad = target.clone()
+    bad[1] = 1000
+    with pytest.raises(AssertionError, match="target out of range"):
+        op(x, bad)
+    assert op.plan_count == 0 and not op.fallback_calls
+    torch.testing.assert_close(op(x, target), x / (target != -100).sum())
+    assert not op.trace(x, target).fallback

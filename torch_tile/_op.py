@@ -299,13 +299,20 @@ class TileOp:
     def _traced(self, tracer: Tracer, fall_back: bool = True, may_leave: bool = True) -> _C.LaunchPlan:
         """``tracer``'s plan; where the body does what no plan holds, a fallback plan (if ``fall_back`` and the op
         allows it). ``may_leave``: whether the plan may have data checks (calls that fail one run the body)."""
+        body_error = None  # what the body itself raised for this call while its data values were learned
         try:
             try:
                 plan = tracer.run()
             except NeedsDataValues:  # learn what the body reads from this call's data, then trace again
                 # As a call that runs the body runs it: with the caller's autograd (a body may take gradients).
-                values = learn_data_values(tracer.call[1], self.mutated_args,
-                                           lambda args: _fallback.run_body(self, args), _C.run_as_the_caller)
+                try:
+                    values = learn_data_values(tracer.call[1], self.mutated_args,
+                                               lambda args: _fallback.run_body(self, args), _C.run_as_the_caller)
+                except TraceError:  # nothing to learn from (meta tensors): as any trace that fails
+                    raise
+                except Exception as e:
+                    body_error = e
+                    raise
                 again = tracer.again(values)
                 tracer.release()
                 tracer = again
@@ -315,6 +322,8 @@ class TileOp:
                 raise tracer.error(f"the body decides on values read from the data (`{plan.checks[0].condition.text}`"
                                    f" at {plan.checks[0].site}), and calls that decide otherwise could not run it")
         except Exception as e:
+            if e is body_error:  # the call's own error (an assert on its data): no plan is made of it
+                raise
             if not (fall_back and _fallback.may_fall_back(self, e)):
                 _fallback.name_the_op(e, self, "traced into a launch plan")
                 raise
