@@ -213,9 +213,8 @@ class AtenRecorder:
         first = self.tracer.next_slot()
         results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
         made = {}
-        for i, r in enumerate(results):
+        for i, (r, sizes) in enumerate(zip(results, self.tracer.data.shaped_results(operator, len(results), what))):
             slot = first + i
-            sizes = self.tracer.data.shaped_result(operator, i, what)
             if len(sizes) != r.dim():
                 raise self.tracer.error(f"{what}: result {i} has rank {r.dim()} here and {len(sizes)} in the run "
                                         "that learned its sizes")

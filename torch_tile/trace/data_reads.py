@@ -147,7 +147,6 @@ class DataReads:
         self.hints: list[int] = []  # per value read, the traced call's value
         self.bools: set[int] = set()  # values read from a bool tensor
         self.shaped: dict[int, tuple[list[int], list[int]]] = {}  # slot whose sizes are data -> its sizes, strides
-        self._last: Optional[DataEvent] = None  # the shape event of the operator whose results are being made
 
     def _event(self, kind: str, name: str, what: str) -> DataEvent:
         if self.values is None:
@@ -197,14 +196,13 @@ class DataReads:
             out.append(SymbolicInt((Op.READ, first + i), name, int(value), self.tracer, is_bool=is_bool))
         return out
 
-    def shaped_result(self, operator: str, index: int, what: str) -> list[int]:
-        """The sizes the traced call's ``index``-th result of ``operator`` has (its size is data)."""
-        event = self._event("shape", operator, what) if index == 0 else self._last
-        self._last = event
-        if index >= len(event.value):
-            raise self.tracer.error(f"{what} made {len(event.value)} tensors where the run that learned its "
-                                    "values made more")
-        return event.value[index]
+    def shaped_results(self, operator: str, count: int, what: str) -> list[list[int]]:
+        """The sizes of the ``count`` tensors a call of ``operator`` made in the run that learned them."""
+        shapes = self._event("shape", operator, what).value
+        if len(shapes) != count:
+            raise self.tracer.error(f"{what} made {len(shapes)} tensors in the run that learned its values and "
+                                    f"{count} here")
+        return shapes
 
     def is_bool(self, code: tuple) -> bool:
         return len(code) == 2 and Op(code[0]) == Op.READ and code[1] in self.bools

@@ -152,7 +152,7 @@ class Tracer(GuardSink, LaunchMode):
         self._byte_offset: dict[int, Any] = {}  # view slot -> bytes from its root's element 0 (an int expression)
         # empty_like slot -> its symbolic (sizes, strides), decided when a shadow first needs them
         self._like_dims: dict[int, Any] = {}
-        self._aten_writes: list[tuple[int, str]] = []  # (slot, operator) an in-place ATen step writes
+        self._aten_writes: list[tuple[int, int, str]] = []  # (step index, slot, operator) of in-place ATen steps
         self._aten: Optional[AtenRecorder] = None  # made on the body's first ATen call
         self.host_tensors = HostTensors(self)
         self._writes: list[tuple[Frontend, _plan.LaunchStep, Any]] = []  # (frontend, step, its writes) per launch
@@ -432,7 +432,7 @@ class Tracer(GuardSink, LaunchMode):
         first = self._made(_plan.StepKind.ATEN, len(self.aten_steps) - 1)
         self.num_made += len(metas)
         for slot in written_slots or []:
-            self._aten_writes.append((slot, f"{step.name} (at {step.site})"))
+            self._aten_writes.append((len(self.aten_steps) - 1, slot, f"{step.name} (at {step.site})"))
         return [TensorProxy(self, first + k, f"{step.name.split('::')[-1]}{first + k}", meta, sizes, strides)
                 for k, (meta, sizes, strides) in enumerate(metas)]
 
@@ -635,19 +635,34 @@ class Tracer(GuardSink, LaunchMode):
         del self.launches[launches:], self._writes[writes:], self._aten_writes[aten_writes:]
         self.guards = {code: self.guards[code] for code in guards}
 
-    def _check_mutations(self) -> None:
-        """The op's declared mutates_args must be exactly the inputs its kernels write."""
-        written: dict[int, str] = {}  # input argument -> "kernel(parameter)" writing it
-        for slot, operator in self._aten_writes:
-            if self.root_slot(slot) < self.num_inputs:
-                written.setdefault(self._input_argument[self.root_slot(slot)], operator)
-        for frontend, step, launch_writes in self._writes:
+    def _argument_writes(self) -> dict:
+        """What each step that writes the op's arguments writes: ``(StepKind, index)`` -> {argument: the kernel
+        parameter or operator writing it}, in step-list order (ATen steps, then launches); None for a launch whose
+        writes its frontend cannot analyse."""
+        writes: dict = {}
+        for index, slot, operator in self._aten_writes:
+            root = self.root_slot(slot)
+            if root < self.num_inputs:
+                writes.setdefault((_plan.StepKind.ATEN, index), {}).setdefault(self._input_argument[root], operator)
+        for index, (frontend, step, launch_writes) in enumerate(self._writes):  # one per launch, in order
             stored = frontend.written_tensors(self.op.qualname, step, launch_writes)
             if stored is None:
-                return  # not analysable: trust the declaration
+                writes[(_plan.StepKind.LAUNCH, index)] = None
+                continue
             for label, value in stored:
-                if isinstance(value, TensorProxy) and self.root_slot(value._slot) < self.num_inputs:
-                    written.setdefault(self._input_argument[self.root_slot(value._slot)], label)
+                root = self.root_slot(value._slot) if isinstance(value, TensorProxy) else self.num_inputs
+                if root < self.num_inputs:
+                    writes.setdefault((_plan.StepKind.LAUNCH, index), {}).setdefault(self._input_argument[root], label)
+        return writes
+
+    def _check_mutations(self, writes: dict) -> None:
+        """The op's declared mutates_args must be exactly the inputs its kernels write."""
+        if any(w is None for w in writes.values()):
+            return  # not analysable: trust the declaration
+        written: dict[int, str] = {}  # input argument -> "kernel(parameter)" writing it
+        for step_writes in writes.values():
+            for argument, what in step_writes.items():
+                written.setdefault(argument, what)
         declared = set(self.op.mutated_args)
         names = self.op.arg_names
         undeclared = sorted(set(written) - declared)
@@ -664,27 +679,17 @@ class Tracer(GuardSink, LaunchMode):
             raise self.error(f"mutates_args declares '{names[unwritten[0]]}', but no kernel the body launches "
                              "writes it in this call: remove it from mutates_args if no call writes it")
 
-    def _check_nothing_written_before_checks(self) -> None:
+    def _check_nothing_written_before_checks(self, writes: dict) -> None:
         """A call whose data fails a check runs the body instead, on the arguments as they came: no step before
-        the last check may write one."""
+        the last check may write one (a launch whose writes are not known counts as writing)."""
         if not self.checks:
             return
         last_check = max(i for i, s in enumerate(self.order) if s.kind == _plan.StepKind.CHECK)
-        writing_aten = {operator for slot, operator in self._aten_writes if self.root_slot(slot) < self.num_inputs}
-        writing_launches = set()
-        for frontend, step, writes in self._writes:
-            stored = frontend.written_tensors(self.op.qualname, step, writes)
-            if stored is None or any(isinstance(v, TensorProxy) and self.root_slot(v._slot) < self.num_inputs
-                                     for _, v in stored):
-                writing_launches.add(id(step))
         for s in self.order[:last_check]:
-            if s.kind == _plan.StepKind.LAUNCH and id(self.launches[s.index]) in writing_launches:
-                what = f"the launch at {self.launches[s.index].site}"
-            elif s.kind == _plan.StepKind.ATEN and \
-                    f"{self.aten_steps[s.index].name} (at {self.aten_steps[s.index].site})" in writing_aten:
-                what = f"{self.aten_steps[s.index].name} at {self.aten_steps[s.index].site}"
-            else:
+            if (s.kind, s.index) not in writes:
                 continue
+            step = self.launches[s.index] if s.kind == _plan.StepKind.LAUNCH else self.aten_steps[s.index]
+            what = f"the launch at {step.site}" if s.kind == _plan.StepKind.LAUNCH else f"{step.name} at {step.site}"
             check = self.checks[self.order[last_check].index]
             raise self.error(f"{what} writes an argument of the op before the body decides `{check.condition.text}` "
                              "on a value read from the data: a call the plan cannot follow could not run the body "
@@ -717,8 +722,9 @@ class Tracer(GuardSink, LaunchMode):
             if r._slot in outputs:
                 raise OpDefinitionError(f"{self.op.qualname}: the body returns the same tensor twice")
             outputs.append(r._slot)
-        self._check_mutations()
-        self._check_nothing_written_before_checks()
+        writes = self._argument_writes()
+        self._check_mutations(writes)
+        self._check_nothing_written_before_checks(writes)
         # Guards made before the last allocation can change output shapes (a
         # prefix: guards are kept in the order they were made); later ones only
         # choose launches, and the fake implementation skips them.

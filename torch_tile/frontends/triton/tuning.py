@@ -60,8 +60,9 @@ def tuning_run(tracer, tuner: Autotuner, grid, args: tuple, kwargs: dict):
             # A tensor the body makes, zero-filled: one that holds indices or offsets (made from the data) must
             # not send the configs' timing runs out of bounds.
             m = value._meta
-            extent = 0 if 0 in m.sizes else 1 + sum((s - 1) * st for s, st in zip(m.sizes, m.strides))
-            return torch.zeros(extent, dtype=m.dtype, device=tracer.device).as_strided(m.sizes, m.strides)
+            made = torch.empty_strided(m.sizes, m.strides, dtype=m.dtype, device=tracer.device)
+            made.untyped_storage().fill_(0)
+            return made
         if isinstance(value, TensorDescriptor):
             kernel = base_kernel(tuner, tracer.error).fn.__name__
             where = f"{tracer.op.qualname}: tensor descriptor '{name}' of kernel {kernel}"
