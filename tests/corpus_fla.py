@@ -73,7 +73,7 @@ from fla.ops.utils import (  # noqa: E402
     unpack_sequence as fla_unpack_sequence,
 )
 
-from wrapper_corpus import READS_DATA, RETURNS_ALIAS, refused, Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
+from wrapper_corpus import READS_DATA, refused, Case, Entry, Inputs, Tensor, bf16, f16, f32, strided  # noqa: E402
 
 VARLEN_BY_DATA = "the trace learns the sequence lengths (cu_seqlens -> prepare_chunk_indices) from one run of the body"
 
@@ -1520,9 +1520,7 @@ ENTRIES = [
               _rms_prenorm_case("f32-residual", (2, 5, 32)),
               _rms_prenorm_case("f16-residual", (6, 48), f16),
               _rms_prenorm_case("f16-fp32-residual-out", (6, 48), f16, residual=False, fp32_residual=True),
-              refused(_rms_prenorm_case("f32-no-residual", (4, 32), residual=False), RETURNS_ALIAS,
-                      "without a residual the wrapper returns its own input as the second output, which a "
-                      "torch.library op may not return"),
+              _rms_prenorm_case("f32-no-residual", (4, 32), residual=False),
           ], namespace=NS,
         notes="two outputs; the residual output's dtype follows residual/residual_in_fp32; without a residual "
               "(and no fp32 residual) the wrapper returns its own input x (reshaped) as the second output"),

@@ -90,10 +90,12 @@ def refuses(call, pattern: str, exc=ValueError):
 
 
 def dtype_refusal(op: str, arg: str, dtype) -> str:
-    """The body's message (``op: arg must be ..., got dtype``) or, for dtypes no kernel takes, the
-    runtime's (``op: argument 'arg' expected a dtype a tile kernel can take, got ...``)."""
+    """The body's message (``op: arg must be ..., got dtype``), for dtypes no plan holds the runtime's (``op:
+    argument 'arg' expected a dtype a launch plan can hold, got ...``), or for complex ones a body that does not
+    check passes to a kernel, the launch's (``op: line: kernel argument ... is a torch.complex64 tensor``)."""
     names = "complex64|ComplexFloat" if dtype == torch.complex64 else re.escape(str(dtype))
-    return rf"{op}: (argument '\w+' expected a dtype a tile kernel can take|.*\b{arg}\b.* must\b).*got .*({names})"
+    return (rf"{op}: ((argument '\w+' expected a dtype a launch plan can hold|.*\b{arg}\b.* must\b).*got .*({names})"
+            rf"|.* is a torch\.({names}) tensor: tile kernels take no complex tensors)")
 
 
 def grads(fn, inputs, grad_out):
@@ -517,6 +519,6 @@ def every_op_refuses_fp8(device):
 
 @case
 def every_op_refuses_complex(device):
-    """The runtime refuses complex before the body (TypeError); else the body's check does (ValueError)."""
+    """The body's check refuses complex (ValueError), else the launch that would take it (CallError)."""
     for op, arg, call in _op_calls(device):
         refuses(lambda: call(torch.complex64), dtype_refusal(op, arg, torch.complex64), exc=(TypeError, ValueError))

@@ -30,7 +30,7 @@ from typing import List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from torch_tile import OpDefinitionError, TraceError
+from torch_tile import TraceError
 
 from liger_kernel.ops.attn_res import attn_res_forward
 from liger_kernel.ops.cross_entropy import cross_entropy_forward
@@ -92,16 +92,12 @@ def _refused(case: Case, refused: Refusal, because: str) -> Case:
 
 
 # How torch_tile refuses what no launch plan can hold (the mechanisms; each entry says why it applies).
-RETURNS_INPUT_VIEW = Refusal(OpDefinitionError, r"returns a view of its input 'q'; as with torch\.library")
 DECLARED_NOT_WRITTEN_LOGITS = Refusal(TraceError, r"mutates_args declares 'logits', but no kernel the body launches "
                                                   r"writes it")
 DECLARED_NOT_WRITTEN = Refusal(TraceError,
                                r"mutates_args declares 'q', but no kernel the body launches writes it")
-COMPLEX_DTYPE = Refusal(TypeError, r"argument 'freqs_cis' expected a dtype a tile kernel can take, got "
-                                   r"torch\.complex64")
 ROPE_ALIASING = ("rope_forward writes q/k in place when q.transpose(1, 2) is contiguous (HF layout) and into copies "
-                 "otherwise, returning views of either: aliasing that depends on layout, which no torch.library "
-                 "schema can express")
+                 "otherwise: in this layout nothing writes the declared q, so these calls run the body")
 
 
 # Why Triton's interpreter (3.8; the CPU path) cannot run some Liger kernels: checked with Triton's own
@@ -1045,9 +1041,9 @@ ENTRIES: List[Entry] = [
         _rope_case("f32-partial-rotary", rd=8),
         _rope_case("f32-per-batch-cos", cos_batch=2),
         _rope_case("bf16-hf-layout", bf16),
-    ], mutates_args=("q", "k"), refused=RETURNS_INPUT_VIEW, refused_because=ROPE_ALIASING,
+    ], mutates_args=("q", "k"),
         notes="as LigerRopeFunction calls it: writes q/k in place when transpose(1,2) is already contiguous "
-              "(HF layout), else into copies; returns transposed views"),
+              "(HF layout), else into copies; returns transposed views (of the inputs themselves, in HF layout)"),
     Entry("rope_out_of_place", "rope_forward", rope_out_of_place, rope_ref, [
         _rope_case("f32-hf-layout"),
         _rope_case("f16-hf-layout", f16),
@@ -1064,12 +1060,10 @@ ENTRIES: List[Entry] = [
     Entry("llama4_rope", "llama4_rope_forward", llama4_rope, llama4_rope_ref, [
         _llama4_case("f32"),
         _llama4_case("f16", f16),
-    ], mutates_args=("q", "k"), refused=COMPLEX_DTYPE,
-        refused_because="freqs_cis is complex64 (the wrapper view_as_real's it): complex dtypes are not tile "
-                        "kernel dtypes, so no op argument can be one",
-        notes="complex64 input: is_complex(), reshape, slicing, view_as_real; q.to(dtype).contiguous() is q "
-              "itself, so the kernel writes q/k and the wrapper returns them (rope's aliasing, by dtype and "
-              "layout: the next refusal if complex arguments ever come)"),
+    ], mutates_args=("q", "k"),
+        notes="complex64 input: is_complex(), reshape, slicing, view_as_real (a view of another element width); "
+              "q.to(dtype).contiguous() is q itself, so the kernel writes q/k and the wrapper returns them (the "
+              "op returns its inputs)"),
     Entry("cross_entropy", "cross_entropy_forward", cross_entropy, cross_entropy_ref, [
         _ce_case("f32-mean"),
         _ce_case("f16-sum", f16, reduction="sum"),

@@ -111,10 +111,16 @@ def test_none_for_an_int_is_refused():
         flag_copy(torch.randn(4), None, True)
 
 
-def test_complex_input_names_op_argument_and_dtype():
+def test_a_dtype_no_plan_holds_names_op_argument_and_dtype():
+    e8m0 = torch.empty(4, dtype=torch.float8_e8m0fnu)
+    with pytest.raises(TypeError, match=r"tile::add: argument 'x' expected a dtype a launch plan can hold, got "
+                                        r"torch.float8_e8m0fnu"):
+        torch.ops.tile.add(e8m0, e8m0)
+
+
+def test_a_complex_input_reaches_the_body_which_names_its_own_requirement():
     z = torch.randn(4, dtype=torch.complex64)
-    with pytest.raises(TypeError, match=r"tile::add: argument 'x' expected a dtype a tile kernel can take, got "
-                                        r"torch.complex64"):
+    with pytest.raises(ValueError, match=r"tile::add: x must be bool, .* got torch.complex64"):
         torch.ops.tile.add(z, z)
 
 

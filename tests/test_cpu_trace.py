@@ -437,7 +437,7 @@ def foreign_tensor(x: torch.Tensor) -> torch.Tensor:
     "op, args, needle, message",
     [
         (reads_item, (), ".item()", "reads a torch.float32 value from the tensors' data"),
-        (address_arith, (), "x.data_ptr() + 16", "is an address: a launch plan can only check its alignment"),
+        (address_arith, (), "x.data_ptr() + 16", "is an address: a launch plan takes it as a value or checks its"),
         (other_device_copy, (), "x.to(", "argument 'device' of `aten._to_copy.default` is meta"),
         (no_device, (), "torch.empty", "allocations in an op body need device="),
         (other_device, (), "torch.empty", "allocation on cuda, but the op's tensors are on cpu"),
@@ -453,14 +453,17 @@ def test_trace_errors_name_op_and_line(op, args, needle, message):
     assert message in text
 
 
-def test_returning_an_input_is_refused():
-    @tt.op(f"{NS}::returns_input")
+def test_an_op_returns_its_written_input_itself_as_eager_does():
+    @tt.op(f"{NS}::returns_input", mutates_args=("x",))
     def returns_input(x: torch.Tensor) -> torch.Tensor:
+        negate_kernel[(1,)](x, x, x.numel(), BLOCK=16)
         return x
 
-    expected = rf"^{NS}::returns_input: .*test_cpu_trace.py:\d+: the body returns its input 'x'"
-    with pytest.raises(tt.TraceError, match=expected):
-        returns_input.trace(torch.randn(4))
+    x = torch.randn(4)
+    expected = -x
+    assert returns_input(x) is x
+    torch.testing.assert_close(x, expected)
+    assert returns_input.trace(x).outputs == [0]  # the argument's slot
 
 
 def test_returning_the_wrong_number_of_outputs_is_refused():
@@ -473,14 +476,19 @@ def test_returning_the_wrong_number_of_outputs_is_refused():
         returns_two.trace(torch.randn(4))
 
 
-def test_returning_the_same_output_twice_is_refused():
+def test_an_op_returns_one_tensor_twice_as_eager_does():
     @tt.op(f"{NS}::returns_twice", schema="(Tensor x) -> (Tensor, Tensor)")
     def returns_twice(x):
         out = torch.empty_like(x)
+        negate_kernel[(1,)](x, out, x.numel(), BLOCK=16)
         return out, out
 
-    with pytest.raises(tt.TraceError, match="returns the same tensor twice"):
-        returns_twice.trace(torch.randn(4))
+    x = torch.randn(4)
+    a, b = returns_twice(x)
+    assert a is b
+    torch.testing.assert_close(a, -x)
+    plan = returns_twice.trace(x)
+    assert plan.outputs[0] == plan.outputs[1]
 
 
 def test_op_without_tensor_argument_cannot_be_traced():

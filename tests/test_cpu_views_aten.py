@@ -151,13 +151,17 @@ def test_comparing_tensors_makes_a_tensor_and_branching_on_it_is_refused():
     assert [a.name for a in plan.aten_steps] == ["aten::ne", "aten::_to_copy"]
 
 
-def test_returning_a_view_of_an_input_is_refused_as_torch_library_does():
+def test_an_op_returns_a_view_of_its_input_as_eager_does():
     @tt.op(f"{V.NS}::returns_view")
     def returns_view(x: torch.Tensor) -> torch.Tensor:
-        return x.view(-1)
+        return x.t()
 
-    with pytest.raises(tt.TraceError, match="returns a view of its input 'x'.*may not return an alias of an input"):
-        returns_view.trace(torch.randn(2, 3))
+    x = torch.randn(2, 3)
+    out = returns_view(x)
+    assert out.data_ptr() == x.data_ptr() and out.stride() == (1, 3)
+    assert torch.equal(out, x.t())
+    plan = returns_view.trace(x)
+    assert len(plan.views) == 1 and plan.views[0].base == 0 and plan.outputs == [1]
 
 
 def test_plans_with_views_and_aten_steps_round_trip_through_bytes():

@@ -18,6 +18,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.library import wrap_triton
 
 import torch_tile as tt
@@ -299,11 +300,136 @@ def _returns_a_view_of_its_input_past_a_data_read(x: torch.Tensor) -> torch.Tens
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("body", [_returns_its_input_past_a_data_read, _returns_a_view_of_its_input_past_a_data_read])
-def test_a_fallback_may_not_return_an_alias_of_an_input(device, body):
-    """As torch.library requires of every op, a fallback's result too (both paths)."""
+def test_a_fallback_returns_its_inputs_and_their_views_as_eager(device, body):
     op = tt.op(f"{NS}::alias_{body.__name__.strip('_')}_{device}", body)
-    with pytest.raises(tt.OpDefinitionError, match=r"return 0 of the body aliases an input; as with torch.library"):
-        op(torch.randn(4, device=device))
+    x = torch.randn(4, device=device)
+    out = op(x)
+    assert out.data_ptr() == body(x).data_ptr() and torch.equal(out, body(x))
+
+
+@triton.jit
+def _double_in_place_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def _double_in_place(x: torch.Tensor) -> torch.Tensor:
+    _double_in_place_kernel[(triton.cdiv(x.numel(), 64),)](x, x.numel(), BLOCK=64)
+    return x
+
+
+@tt.op(f"{NS}::writes_and_returns_its_input", mutates_args=("x",), fallback=False)
+def writes_and_returns_its_input(x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """vLLM's convention: the written inputs are the results."""
+    _double_in_place(x)
+    return x, residual
+
+
+@tt.op(f"{NS}::writes_and_returns_a_view", mutates_args=("x",), fallback=False)
+def writes_and_returns_a_view(x: torch.Tensor) -> torch.Tensor:
+    return _double_in_place(x).transpose(0, 1)
+
+
+@tt.op(f"{NS}::one_tensor_twice", fallback=False)
+def one_tensor_twice(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = _double_in_place(x.clone())
+    return out, out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_outputs_that_are_inputs_views_of_them_or_each_other_are_returned_as_eager(device):
+    x, r = torch.randn(3, 5, device=device), torch.randn(3, 5, device=device)
+    expected = 2 * x
+    out, res = writes_and_returns_its_input(x, r)
+    assert out is x and res is r
+    torch.testing.assert_close(x, expected)
+    view = writes_and_returns_a_view(x)
+    assert view.data_ptr() == x.data_ptr() and view.shape == (5, 3) and view.stride() == (1, 5)
+    torch.testing.assert_close(view, 2 * expected.t())
+    first, second = one_tensor_twice(x)
+    assert first is second
+    torch.testing.assert_close(first, 2 * x)
+    # The schema declares no alias: to fake tensors (torch.compile) each output is a tensor of its own.
+    with FakeTensorMode():
+        fake = torch.empty(3, 5, device=device)
+        out, res = writes_and_returns_its_input(fake, fake.clone())
+        assert out is not fake and out.shape == fake.shape and writes_and_returns_a_view(fake).stride() == (1, 5)
+
+
+@triton.jit
+def _double_each_kernel(addresses_ptr, n, BLOCK: tl.constexpr):
+    """Doubles the n floats at each address of a table (a pointer-array kernel, as grouped GEMMs take)."""
+    base = tl.load(addresses_ptr + tl.program_id(0)).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(base + offs, tl.load(base + offs, mask=mask) * 2, mask=mask)
+
+
+@tt.op(f"{NS}::doubled_through_addresses", fallback=False)
+def doubled_through_addresses(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = a.clone(), b.clone()
+    parts = (a, b[1:])  # a view's address is its base's plus its offset
+    table = torch.tensor([t.data_ptr() for t in parts], dtype=torch.int64, device=a.device)
+    _double_each_kernel[(len(parts),)](table, a.numel(), BLOCK=64)
+    return a, b
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_table_of_addresses_of_tensors_the_body_makes_is_read_per_call(device):
+    for n in (8, 8, 20):  # the second call runs the first call's plan, on new allocations
+        a, b = torch.randn(n, device=device), torch.randn(n + 1, device=device)
+        out_a, out_b = doubled_through_addresses(a, b)
+        torch.testing.assert_close(out_a, 2 * a)
+        torch.testing.assert_close(out_b, torch.cat([b[:1], 2 * b[1:]]))
+    plan = doubled_through_addresses.trace(a, b)
+    assert [a.name for a in plan.aten_steps].count("torch_tile::tensor_of_ints") == 1 and not plan.fallback
+
+
+@triton.jit
+def _rotate_kernel(x_ptr, freqs_ptr, out_ptr, half, BLOCK: tl.constexpr):
+    """Rotates each (re, im) pair of a row by that row's complex frequency (given as its real view)."""
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < half
+    re = tl.load(x_ptr + row * 2 * half + 2 * offs, mask=mask)
+    im = tl.load(x_ptr + row * 2 * half + 2 * offs + 1, mask=mask)
+    f_re = tl.load(freqs_ptr + row * 2 * half + 2 * offs, mask=mask)
+    f_im = tl.load(freqs_ptr + row * 2 * half + 2 * offs + 1, mask=mask)
+    tl.store(out_ptr + row * 2 * half + 2 * offs, re * f_re - im * f_im, mask=mask)
+    tl.store(out_ptr + row * 2 * half + 2 * offs + 1, re * f_im + im * f_re, mask=mask)
+
+
+@tt.op(f"{NS}::rotated_by_complex_frequencies", fallback=False)
+def rotated_by_complex_frequencies(x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
+    """As Llama 4's RoPE wrapper: complex frequencies, reshaped and sliced to the sequence, viewed as real."""
+    rows, dim = x.shape
+    if freqs_cis.is_complex():
+        freqs_cis = torch.view_as_real(freqs_cis.reshape(-1, freqs_cis.shape[-1])[:rows])
+    out = torch.empty_like(x)
+    _rotate_kernel[(rows,)](x, freqs_cis.contiguous(), out, dim // 2, BLOCK=triton.next_power_of_2(dim // 2))
+    return out
+
+
+@tt.op(f"{NS}::complex_to_a_kernel")
+def complex_to_a_kernel(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _scale_kernel[(1,)](x, out, x.numel(), 1.0, BLOCK=128)
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_complex_arguments_are_held_and_viewed_as_real(device):
+    x = torch.randn(6, 8, device=device)
+    freqs = torch.polar(torch.ones(2, 5, 4), torch.randn(2, 5, 4)).to(device)  # more rows than x: sliced
+    reference = torch.view_as_real(torch.view_as_complex(x.reshape(6, 4, 2)) * freqs.reshape(-1, 4)[:6]).flatten(1)
+    torch.testing.assert_close(rotated_by_complex_frequencies(x, freqs), reference)
+    plan = rotated_by_complex_frequencies.trace(x, freqs)
+    assert not plan.fallback and plan.views[-1].dtype == torch.float32 and plan.views[-1].base != 1
+    z = torch.randn(4, dtype=torch.complex64, device=device)
+    with pytest.raises(tt.CallError, match=r"is a torch.complex64 tensor: tile kernels take no complex tensors; "
+                                           r"pass torch.view_as_real"):
+        complex_to_a_kernel(z)
 
 
 def test_the_body_s_own_errors_name_the_op():

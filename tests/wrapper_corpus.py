@@ -64,9 +64,6 @@ READS_DATA = Refusal(torch_tile.TraceError, r"depends on the tensors' data")
 TAKES_ITS_OWN_GRADIENT = Refusal(RuntimeError, r"does not require grad|does not have a grad_fn", fallback=True)
 READS_FLOAT = Refusal(torch_tile.TraceError,
                       r"value from the tensors' data; a launch plan reads integers and bools only")
-ADDRESS_AS_DATA = Refusal(torch_tile.TraceError, r"is an address: a launch plan can only check its alignment")
-RETURNS_ALIAS = Refusal(torch_tile.OpDefinitionError,
-                        r"returns (its input|a view of its input|the same tensor twice)|the same tensor twice")
 
 
 def refused(case: Case, refusal: Refusal, because: str) -> Case:

@@ -89,6 +89,14 @@ def _aten_overload(step):
     return getattr(getattr(getattr(torch.ops, namespace), name), step.overload or "default")
 
 
+def typed_as(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``base`` as elements of ``dtype``, as the executor reinterprets a view's base (TorchLaunchHost::tensor): a
+    complex tensor's real view (any strides), else torch's dtype view."""
+    if base.is_complex() and dtype == base.real.dtype:
+        return torch.view_as_real(base)
+    return base.view(dtype)
+
+
 def fake_call(op: "TileOp", args: tuple):
     check_call_arguments(op, args)  # the devices, before the stand-ins below become meta tensors
     if not _all_hinted(args):
@@ -102,6 +110,7 @@ def fake_call(op: "TileOp", args: tuple):
     scalars = _scalars(args)
     # Slots: inputs by argument index, the items of Tensor[] arguments, then the tensors the plan makes.
     tensors = [*args, *(t for a, k in zip(args, op.arg_kinds) if k == ArgKind.TENSOR_LIST for t in a)]
+    first_made = len(tensors)
     for guard in plan.shape_guards:
         # Holds for the hints by construction; on SymInts, bool() installs the guard.
         if not bool(evaluate(guard.code, tensors, scalars)):
@@ -118,7 +127,7 @@ def fake_call(op: "TileOp", args: tuple):
         elif step.kind == StepKind.VIEW:
             view = plan.views[step.index]
             base = tensors[view.base]
-            base = base if base.dtype == view.dtype else base.view(view.dtype)
+            base = base if base.dtype == view.dtype else typed_as(base, view.dtype)
             sizes = [evaluate(e.code, tensors, scalars) for e in view.sizes]
             strides = [evaluate(e.code, tensors, scalars) for e in view.strides]
             offset = evaluate(view.offset.code, tensors, scalars)
@@ -132,10 +141,17 @@ def fake_call(op: "TileOp", args: tuple):
             if aten.num_outputs:
                 results = result if isinstance(result, (tuple, list)) else (result,)
                 tensors.extend(results[:aten.num_outputs])
-    # An output that is a view of the op's own intermediate is its own tensor to the caller.
-    outputs = tuple(None if t is None else t if t._base is None else
-                    torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
-                    for t in (None if slot < 0 else tensors[slot] for slot in plan.outputs))  # -1: a None gradient
+    # Each output is a tensor of its own here, as the schema says (it declares no aliases): an output that is a
+    # view (of the op's intermediate or of an input), an input, or another output gets its own memory of the
+    # same geometry. (The CUDA kernel returns what the body returned; values are the same.)
+    outputs, seen = [], set()
+    for slot in plan.outputs:
+        t = None if slot < 0 else tensors[slot]  # -1: a None gradient
+        if t is not None and (t._base is not None or slot < first_made or slot in seen):
+            t = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+        seen.add(slot)
+        outputs.append(t)
+    outputs = tuple(outputs)
     if op.returns_list:
         return list(outputs)
     if op.num_returns == 0:

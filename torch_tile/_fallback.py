@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from . import _C, _process_locks
+from . import _process_locks
 from ._errors import CallError, KernelError, OpDefinitionError, TraceError
 from ._launch_mode import DirectLaunches, launch_mode
 from .trace.call_arguments import flat_arguments
@@ -70,7 +70,7 @@ def run_body(op: "TileOp", values: tuple, on_cpu: "bool | None" = None) -> objec
     with launch_mode(InterpretLaunches(op)) if on_cpu else DirectLaunches(), \
             NamingTheOp(op, "run in Python for this call"):
         result = op.call_body(values)
-    return checked_result(op, values, result)
+    return checked_result(op, result)
 
 
 def _body_frame(op: "TileOp", frames: list) -> "traceback.FrameSummary | None":
@@ -125,9 +125,9 @@ def _caller_level() -> int:
     return level
 
 
-def checked_result(op: "TileOp", values: tuple, result: object) -> object:
-    """``result`` as the schema returns it, or an OpDefinitionError: a fallback must return what a native plan
-    would (no input, no alias of one, as torch.library requires)."""
+def checked_result(op: "TileOp", result: object) -> object:
+    """``result`` as the schema returns it, or an OpDefinitionError: a fallback returns what a native plan would
+    (tensors, as many as the schema declares; as in eager, they may be the inputs or views of them)."""
     def refuse(message: str):
         raise OpDefinitionError(f"{op.qualname}: {message}")
 
@@ -146,11 +146,6 @@ def checked_result(op: "TileOp", values: tuple, result: object) -> object:
     for i, out in enumerate(outputs):
         if not isinstance(out, torch.Tensor):
             refuse(f"return {i} of the body is {type(out).__name__}, not a Tensor")
-    inputs = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
-    aliased = _C.first_alias(outputs, inputs) if inputs else -1
-    if aliased >= 0:
-        refuse(f"return {aliased} of the body aliases an input; as with torch.library, ops may not return an alias "
-               "of an input: return a new tensor (e.g. `.clone()`)")
     if op.returns_list:
         return outputs
     return outputs[0] if op.num_returns == 1 else tuple(outputs)

@@ -380,7 +380,7 @@ class TileOp:
             # A fallback's body runs as outside torch_tile, with autograd (the CUDA path's does too).
             result = (_C.run_as_the_caller(lambda: self.call_body(args)) if plan.fallback else self.call_body(args))
         if plan.fallback:
-            result = _fallback.checked_result(self, args, result)
+            result = _fallback.checked_result(self, result)
             _C.count_fallback_call()
             self._fell_back(plan.fallback)
         return result

@@ -191,18 +191,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   m.def("count_fallback_call", [] { counters().fallback_calls.fetch_add(1, std::memory_order_relaxed); },
         "Counts a call that ran its op body in Python on a path outside the native runtime (the CPU path).");
-  m.def("first_alias", [](const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs) {
-        // Storage identity, as torch.library's check: pointer compares, no Python storage objects.
-        for (size_t i = 0; i < outputs.size(); ++i) {
-          if (!outputs[i].has_storage()) continue;
-          const c10::StorageImpl* storage = outputs[i].storage().unsafeGetStorageImpl();
-          for (const at::Tensor& input : inputs) {
-            if (input.has_storage() && input.storage().unsafeGetStorageImpl() == storage) return int64_t(i);
-          }
-        }
-        return int64_t(-1);
-      }, py::arg("outputs"), py::arg("inputs"),
-      "The index of the first of `outputs` that shares storage with one of `inputs` (-1: none).");
   m.def("run_as_the_caller", [](const py::function& body) {
         const AsTheCaller as_the_caller;
         return body();

@@ -28,7 +28,7 @@ uint32_t packed_dtype_of(const py::handle& obj) {
   DLDataType dl{};
   const c10::ScalarType st = reinterpret_cast<THPDtype*>(obj.ptr())->scalar_type;
   if (!to_dl_dtype(st, &dl)) {
-    throw py::type_error(std::string("torch_tile cannot pass dtype ") + c10::toString(st) + " to a kernel");
+    throw py::type_error(std::string("torch_tile: a launch plan holds no tensor of dtype ") + c10::toString(st));
   }
   return pack_dtype(dl);
 }
@@ -145,11 +145,12 @@ void bind_kinds(py::module_& m) {
         "A torch.dtype as the runtime's packed DLPack dtype (the word a key carries, shifted).");
   m.def("dtype_of_packed", [](uint32_t packed) { return torch_dtype_of(packed); }, py::arg("packed"),
         "The torch.dtype of a packed DLPack dtype.");
-  m.def("kernel_dtypes", [] {
+  m.def("plan_dtypes", [](bool kernel_only) {
         py::list dtypes;
-        for (const c10::ScalarType t : kernel_scalar_types()) dtypes.append(torch_dtype_of(t));
+        for (const c10::ScalarType t : plan_scalar_types(kernel_only)) dtypes.append(torch_dtype_of(t));
         return dtypes;
-      }, "The torch dtypes a tile kernel can take.");
+      }, py::arg("kernel_only"),
+      "The torch dtypes a launch plan's tensors may have; with kernel_only, those a tile kernel takes.");
 }
 
 void bind_structures(py::module_& m) {

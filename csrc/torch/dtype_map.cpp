@@ -8,6 +8,7 @@ namespace {
 struct Entry {
   c10::ScalarType scalar;
   DLDataType dl;
+  bool kernel = true;  // whether a tile kernel takes it (complex: a plan holds it, views it as real, launches none)
 };
 
 constexpr Entry kTable[] = {
@@ -28,6 +29,9 @@ constexpr Entry kTable[] = {
     {c10::ScalarType::Float8_e5m2, {kDLFloat8_e5m2, 8, 1}},
     {c10::ScalarType::Float8_e4m3fnuz, {kDLFloat8_e4m3fnuz, 8, 1}},
     {c10::ScalarType::Float8_e5m2fnuz, {kDLFloat8_e5m2fnuz, 8, 1}},
+    {c10::ScalarType::ComplexHalf, {kDLComplex, 32, 1}, false},
+    {c10::ScalarType::ComplexFloat, {kDLComplex, 64, 1}, false},
+    {c10::ScalarType::ComplexDouble, {kDLComplex, 128, 1}, false},
 };
 
 }  // namespace
@@ -42,9 +46,11 @@ bool to_dl_dtype(c10::ScalarType t, DLDataType* out) {
   return false;
 }
 
-std::vector<c10::ScalarType> kernel_scalar_types() {
+std::vector<c10::ScalarType> plan_scalar_types(bool kernel_only) {
   std::vector<c10::ScalarType> types;
-  for (const Entry& e : kTable) types.push_back(e.scalar);
+  for (const Entry& e : kTable) {
+    if (e.kernel || !kernel_only) types.push_back(e.scalar);
+  }
   return types;
 }
 

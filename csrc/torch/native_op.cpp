@@ -71,7 +71,7 @@ TensorArg NativeOp::read_tensor(const at::Tensor& t, size_t i, int64_t index, Ca
   DLDataType dl{};
   if (!to_dl_dtype(t.scalar_type(), &dl)) {
     // Named as Python names it (torch.complex64), like the Python paths' message.
-    bad(ErrorKind::Type, "a dtype a tile kernel can take",
+    bad(ErrorKind::Type, "a dtype a launch plan can hold",
         "torch." + std::string(c10::getDtypeNames(t.scalar_type()).first));
   }
   if (first.arg < 0) {
@@ -244,10 +244,6 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
       return true;
     }
     if (hook != nullptr) hook->ran(plan, args, host);
-    if (gradient_op_) {
-      push_gradients(plan, host, stack, n);
-      return true;
-    }
     push_outputs(plan, host, stack, n);
     if (observer != nullptr) observer->phase(CallPhase::OutputsPushed);
   } catch (const Error& e) {
@@ -260,38 +256,27 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
 }
 
 void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
-  torch::jit::drop(stack, n);
-  // Views among the outputs become tensors before any output is moved out (a view reads its base).
+  // An output may be an argument, a view of one or another output (as the body returned them), and a gradient
+  // op's may be None (-1): each leaves the host before the arguments leave the stack. A view reads its base,
+  // which take() moves out, so views become tensors first; only a made tensor returned once is moved.
   if (!plan.views.empty()) {
-    for (int32_t slot : plan.outputs) host.tensor(slot);
-  }
-  if (returns_list_) {
-    c10::List<at::Tensor> list;
-    list.reserve(plan.outputs.size());
-    for (int32_t slot : plan.outputs) list.push_back(host.take(slot));
-    torch::jit::push(stack, std::move(list));
-  } else {
-    for (int32_t slot : plan.outputs) torch::jit::push(stack, host.take(slot));
-  }
-}
-
-void NativeOp::push_gradients(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
-  // Gradients may be None, an argument (a gradient passed through), or one tensor twice:
-  // all leave the host before the arguments leave the stack.
-  if (!plan.views.empty()) {  // a view reads its base, which take() moves out
     for (int32_t slot : plan.outputs) {
       if (slot >= 0) host.tensor(slot);
     }
   }
-  c10::SmallVector<at::Tensor, 8> grads;
+  c10::SmallVector<at::Tensor, 8> outputs;
   const int first_made = plan.first_made(int(arg_kinds_.size()));
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     const int32_t slot = plan.outputs[k];
     const bool again = std::find(plan.outputs.begin() + k + 1, plan.outputs.end(), slot) != plan.outputs.end();
-    grads.push_back(slot < 0 ? at::Tensor() : (slot < first_made || again) ? host.tensor(slot) : host.take(slot));
+    outputs.push_back(slot < 0 ? at::Tensor() : (slot < first_made || again) ? host.tensor(slot) : host.take(slot));
   }
   torch::jit::drop(stack, n);
-  for (at::Tensor& g : grads) torch::jit::push(stack, std::move(g));
+  if (returns_list_) {
+    torch::jit::push(stack, c10::List<at::Tensor>(std::vector<at::Tensor>(outputs.begin(), outputs.end())));
+  } else {
+    for (at::Tensor& t : outputs) torch::jit::push(stack, std::move(t));
+  }
 }
 
 namespace {
@@ -425,11 +410,9 @@ void NativeOp::check_signature(const LaunchPlan& plan) const {
       fail(ErrorKind::Value, qualname_ + ": a plan guards tensor slot " + std::to_string(g.arg) + ", which no input holds");
     }
   }
-  if (!gradient_op_) {  // as torch.library's: an op returns new tensors
+  if (!gradient_op_) {  // outputs may be arguments (as the body returned them); only a gradient's may be None
     for (int32_t slot : plan.outputs) {
-      if (slot < plan.first_made(int(arg_kinds_.size()))) {
-        fail(ErrorKind::Value, qualname_ + ": a plan returns an argument or None");
-      }
+      if (slot < 0) fail(ErrorKind::Value, qualname_ + ": a plan returns None");
     }
   }
 }

@@ -114,8 +114,6 @@ class NativeOp {
   void dry_run(const torch::jit::Stack& stack, KeySink& keys, Ran ran);
   // The plan's outputs replace the `n` arguments on the stack.
   void push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n);
-  // A gradient op's outputs replace its arguments on the stack (see the constructor).
-  void push_gradients(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n);
   // Refuses a plan that does not fit the op's signature: outputs the schema's
   // returns cannot hold, unguarded list lengths, tensor guards past the inputs.
   void check_signature(const LaunchPlan& plan) const;

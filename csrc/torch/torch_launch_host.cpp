@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/TensorOptions.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -56,7 +57,11 @@ const at::Tensor& TorchLaunchHost::tensor(int slot) {
     // Views of the op's own intermediates: no autograd bookkeeping.
     c10::impl::ExcludeDispatchKeyGuard below_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     const c10::ScalarType dtype = to_scalar_type(unpack_dtype(m.view_dtype));
-    const at::Tensor typed = base.scalar_type() == dtype ? base : base.view(dtype);
+    // The base as the view's element type (its storage offset in those elements), as torch reinterprets it:
+    // a complex tensor's real view (any strides), else torch's own dtype view.
+    const at::Tensor typed = base.scalar_type() == dtype ? base
+                             : base.is_complex() && dtype == c10::toRealValueType(base.scalar_type()) ? at::view_as_real(base)
+                                                                                                      : base.view(dtype);
     m.tensor = typed.as_strided(c10::IntArrayRef(a.sizes, size_t(a.ndim)), c10::IntArrayRef(a.strides, size_t(a.ndim)),
                                 typed.storage_offset() + m.view_offset);
   }

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from .. import _C, _plan
 from .._errors import CallError
+from ..trace.call_arguments import KERNEL_DTYPES
 from ..trace.expr import INT64_MAX, INT64_MIN, SymbolicInt, encode_int
 from ..trace.stand_ins import SymbolicFloat, TensorProxy
 
@@ -41,6 +42,10 @@ def value_binding(tracer, where: str, value: Any, specialize: bool, specialize_a
     other value, which the frontend handles or refuses."""
     flags = {"specialize": specialize, "specialize_alignment": specialize_alignment}
     if isinstance(value, TensorProxy):
+        if value._meta.dtype not in KERNEL_DTYPES:
+            raise tracer.error(f"{where} is a {value._meta.dtype} tensor: tile kernels take no complex tensors; "
+                               "pass torch.view_as_real(t) (its real and imaginary parts as a last dimension of 2)",
+                               kind=CallError)
         return K.TENSOR, _plan.Binding(K.TENSOR, value._slot, specialize_layout=specialize_layout, **flags)
     if isinstance(value, SymbolicInt):
         kind = K.BOOL if value.is_bool else K.INT

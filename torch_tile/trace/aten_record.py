@@ -246,11 +246,13 @@ class AtenRecorder:
         if base_fake is None:
             raise self.tracer.error(f"{what} returned a view of no argument")
         base = self._proxy_of[id(base_fake)]
-        if r.dtype.itemsize != base_fake.dtype.itemsize:
-            raise self.tracer.error(f"{what} reinterprets {base_fake.dtype} as {r.dtype} of another width; only "
-                                    "views of the same element size are supported")
         hints, sizes, strides = self._proxy_dims(r, what)
-        offset = self.shapes.symbolic_int(r.storage_offset() - base_fake.storage_offset(), f"{what}.offset")
+        # In the view's elements, from the base's first (a view of another width, as a complex tensor's real
+        # view, counts its own: the executor reinterprets the base as its type first).
+        base_offset = base_fake.storage_offset()
+        if r.dtype.itemsize != base_fake.dtype.itemsize:
+            base_offset = base_offset * base_fake.dtype.itemsize // r.dtype.itemsize
+        offset = self.shapes.symbolic_int(r.storage_offset() - base_offset, f"{what}.offset")
         proxy = self.tracer.add_view(base, hints, sizes, strides, offset)
         self._bind(proxy, r)
 

@@ -19,7 +19,9 @@ from .._plan import ArgKind, is_optional, value_kind
 
 
 # Dtypes a tile kernel can take: the C++ runtime's table (csrc/torch/dtype_map.cpp).
-KERNEL_DTYPES = frozenset(_C.kernel_dtypes())
+# The dtypes an op's tensors may have, and those its kernels take (not complex: bodies view it as real).
+PLAN_DTYPES = frozenset(_C.plan_dtypes(kernel_only=False))
+KERNEL_DTYPES = frozenset(_C.plan_dtypes(kernel_only=True))
 
 _SCALAR_TYPES = {
     ArgKind.INT: (int, torch.SymInt),
@@ -77,8 +79,8 @@ def _check_tensor(where: str, name: str, value: Any, first):
     the (name, device) of the first tensor argument."""
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{where} expected a Tensor, got {_describe(value)}")
-    if value.dtype not in KERNEL_DTYPES:
-        raise TypeError(f"{where} expected a dtype a tile kernel can take, got {value.dtype}")
+    if value.dtype not in PLAN_DTYPES:
+        raise TypeError(f"{where} expected a dtype a launch plan can hold, got {value.dtype}")
     if first is None:
         return (name, value.device)
     if value.device != first[1]:

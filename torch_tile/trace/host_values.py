@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 
 from .. import _C, _plan
 from .expr import SymbolicInt, encode_int
-from .stand_ins import SymbolicAddress, SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides
+from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides
 from .state import body_location
 
 A = _plan.AtenArgKind
@@ -65,9 +65,6 @@ class HostTensors:
         with torch._C.DisableTorchFunction():
             host = torch.tensor(pytree.tree_map(concrete, data), dtype=kwargs.get("dtype"))
         values = pytree.tree_leaves(data)  # row-major, as torch.tensor reads nested sequences
-        for v in values:
-            if isinstance(v, SymbolicAddress):
-                v._refuse()  # a plan knows the address of a tensor it makes only modulo its alignment
         self._known[id(host)] = (host, values)
         # Made where the op's tensors are (even on the CPU path): a plan step; else a host tensor until used.
         return host if device is None else self.materialize(host, device)

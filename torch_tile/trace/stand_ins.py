@@ -77,20 +77,23 @@ ALLOCATION_ALIGNMENT = 64
 
 
 class SymbolicAddress(SymbolicInt):
-    """``x.data_ptr()``: good for alignment checks only (``% n`` and ``& mask``,
-    then a comparison, make an alignment guard). ``alignment``: for a tensor the
-    plan makes, what its allocation's address is known to be a multiple of (its
-    expression is its offset from there); 0 for an argument's address."""
+    """``x.data_ptr()``: the tensor's address, read per call, as a value (an element of a tensor of pointers, a
+    kernel's integer argument), and good for alignment checks (``% n`` and ``& mask``, then a comparison, make an
+    alignment guard). ``aligned_code``: what the guard reads, known before the plan makes anything: an
+    argument's address plus the view's offset, or for a tensor the plan makes, its offset from an allocation
+    whose address is a multiple of ``alignment`` (0 for an argument's address)."""
 
-    __slots__ = ("alignment",)
+    __slots__ = ("alignment", "aligned_code")
 
-    def __init__(self, code, text: str, value: int, sink, alignment: int = 0):
+    def __init__(self, code, text: str, value: int, sink, aligned_code, alignment: int = 0):
         super().__init__(code, text, value, sink)
+        self.aligned_code = aligned_code
         self.alignment = alignment
 
     def _refuse(self, *_args, **_kwargs):
-        raise self.sink.error(f"`{self.text}` is an address: a launch plan can only check its alignment "
-                              "(`% 16 == 0`, `& 15 == 0`); pass the tensor itself to kernels")
+        raise self.sink.error(f"`{self.text}` is an address: a launch plan takes it as a value or checks its "
+                              "alignment (`% 16 == 0`, `& 15 == 0`), no other arithmetic; pass the tensor itself "
+                              "(or a view of it) to kernels")
 
     def _within_alignment(self, modulus) -> None:
         if self.alignment and not (isinstance(modulus, int) and 0 < modulus and self.alignment % modulus == 0):
@@ -99,11 +102,11 @@ class SymbolicAddress(SymbolicInt):
 
     def __mod__(self, o):
         self._within_alignment(o)
-        return SymbolicInt(self.code, self.text, self.value, self.sink) % o
+        return SymbolicInt(self.aligned_code, self.text, self.value, self.sink) % o
 
     def __and__(self, o):
         self._within_alignment(o + 1 if isinstance(o, int) else o)
-        return SymbolicInt(self.code, self.text, self.value, self.sink) & o
+        return SymbolicInt(self.aligned_code, self.text, self.value, self.sink) & o
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __floordiv__ = __rmod__ = _refuse
     __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __lshift__ = __rshift__ = __neg__ = _refuse

@@ -29,7 +29,7 @@ from . import stand_ins as _stand_ins
 from . import symbolic_shapes as _symbolic_shapes
 from .aten_record import AtenRecorder
 from .backward import native_spec
-from .call_arguments import KERNEL_DTYPES, check_call_arguments
+from .call_arguments import PLAN_DTYPES, check_call_arguments
 from .data_reads import DataReads, DataValues
 from .expr import GuardSink, Op, SymbolicInt
 from .host_values import HostTensors, makes_host_tensor
@@ -423,8 +423,9 @@ class Tracer(GuardSink, LaunchMode):
         slot = self._made(_plan.StepKind.VIEW, len(self.views) - 1)
         self.num_made += 1
         self._view_base[slot] = base._slot
-        # Its address, from its root's: bytes past the root's element 0 (the base's offset plus its own).
-        self._byte_offset[slot] = self._byte_offset.get(base._slot, 0) + offset * base._meta.dtype.itemsize
+        # Its address, from its root's: bytes past the root's element 0 (the base's offset plus its own, which
+        # counts the view's elements: a complex tensor's real view counts floats).
+        self._byte_offset[slot] = self._byte_offset.get(base._slot, 0) + offset * meta.dtype.itemsize
         return TensorProxy(self, slot, f"{base._name}_view{slot}", meta, sizes, strides)
 
     def add_aten_step(self, step, metas: list, written_slots: Optional[list] = None) -> list:
@@ -454,8 +455,9 @@ class Tracer(GuardSink, LaunchMode):
         return slot
 
     def data_ptr(self, proxy: TensorProxy):
-        """``x.data_ptr()``, for alignment checks: an argument's address (read per call), or a tensor the plan
-        makes, whose memory the caching allocator aligns (ALLOCATION_ALIGNMENT), plus a view's offset."""
+        """``x.data_ptr()``: the tensor's address, read per call where a step takes it; for alignment checks, an
+        argument's address, or a tensor the plan makes, whose memory the caching allocator aligns
+        (ALLOCATION_ALIGNMENT), plus a view's offset (guards are decided before the plan makes anything)."""
         root = self.root_slot(proxy._slot)
         offset = self._byte_offset.get(proxy._slot, 0)
         name = f"{proxy._name}.data_ptr()"
@@ -468,8 +470,9 @@ class Tracer(GuardSink, LaunchMode):
             alignment = 0
         else:
             base, alignment = SymbolicInt((Op.CONST, 0), "0", 0, self), _stand_ins.ALLOCATION_ALIGNMENT
-        total = base + offset
-        return _stand_ins.SymbolicAddress(total.code, name, total.value, self, alignment=alignment)
+        aligned = base + offset
+        return _stand_ins.SymbolicAddress((Op.DATA_PTR, proxy._slot), name, aligned.value, self, aligned.code,
+                                          alignment=alignment)
 
     def factory(self, func, args: tuple, kwargs: dict) -> TensorProxy:
         name, zero = _FACTORIES[func]
@@ -531,8 +534,8 @@ class Tracer(GuardSink, LaunchMode):
 
     def check_dtype(self, dtype, what: str = "allocation") -> None:
         """A tensor the body makes (``what``) must have a dtype tile kernels take."""
-        if dtype not in KERNEL_DTYPES:
-            raise self.error(f"{what} of dtype {dtype}: tile kernels take {sorted(map(str, KERNEL_DTYPES))}")
+        if dtype not in PLAN_DTYPES:
+            raise self.error(f"{what} of dtype {dtype}: a launch plan holds {sorted(map(str, PLAN_DTYPES))}")
 
     def _new_output(self, meta: TensorMeta, sizes: list, strides: Optional[list] = None) -> TensorProxy:
         slot = self._made(_plan.StepKind.ALLOC, len(self.allocs) - 1)
@@ -708,20 +711,19 @@ class Tracer(GuardSink, LaunchMode):
             )
         outputs = []
         for r in results:
-            if self.op.is_gradient_op and (r is None or isinstance(r, TensorProxy)):
-                outputs.append(-1 if r is None else r._slot)  # gradients may be None, inputs, repeated
+            if self.op.is_gradient_op and r is None:
+                outputs.append(-1)  # a None gradient
                 continue
             if not isinstance(r, TensorProxy):
-                raise OpDefinitionError(f"{self.op.qualname}: the body must return tensors it allocated, got {r!r}")
-            if self.root_slot(r._slot) < self.num_inputs:
-                what = "its input" if r._slot < self.num_inputs else "a view of its input"
-                raise self.error(
-                    f"the body returns {what} '{self._inputs[self.root_slot(r._slot)]._name}'; as with "
-                    "torch.library, ops may not return an alias of an input: return a new tensor (e.g. "
-                    "`.clone()`), or declare the mutation with mutates_args and return nothing", kind=OpDefinitionError)
-            if r._slot in outputs:
-                raise OpDefinitionError(f"{self.op.qualname}: the body returns the same tensor twice")
+                raise OpDefinitionError(f"{self.op.qualname}: the body must return tensors, got {r!r}")
             outputs.append(r._slot)
+        # As in eager, an output may be an input, a view of one (a wrapper that writes in place and returns what
+        # it wrote) or another output: the plan returns those tensors themselves. Their gradients are the
+        # autograd.Function's (native backward plans assume outputs of their own).
+        aliased = any(self.root_slot(s) < self.num_inputs for s in outputs if s >= 0) or \
+            len(set(outputs)) != len(outputs)
+        if aliased and not self.op.is_gradient_op:
+            backward = None
         writes = self._argument_writes()
         self._check_mutations(writes)
         self._check_nothing_written_before_checks(writes)
