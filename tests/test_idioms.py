@@ -868,3 +868,21 @@ def test_a_first_call_whose_body_raises_leaves_no_plan_behind(device):
     assert op.plan_count == 0 and not op.fallback_calls
     torch.testing.assert_close(op(x, target), x / (target != -100).sum())
     assert not op.trace(x, target).fallback
+
+
+@pytest.mark.parametrize("op, make", [
+    (rotated_by_complex_frequencies,
+     lambda: (torch.randn(6, 8), torch.polar(torch.ones(2, 5, 4), torch.randn(2, 5, 4)))),
+    (doubled_through_addresses, lambda: (torch.randn(8), torch.randn(9))),
+    (writes_and_returns_its_input, lambda: (torch.randn(3, 5), torch.randn(3, 5))),
+    (one_tensor_twice, lambda: (torch.randn(3, 5),)),
+], ids=lambda v: v.name if isinstance(v, tt.TileOp) else "")
+def test_plans_of_aliases_addresses_and_complex_views_round_trip_through_bytes(op, make):
+    plan = op.trace(*make())
+    (loaded,) = tt._C.plans_from_bytes(op.export_plans([plan]))["plans"]
+    assert list(loaded.outputs) == list(plan.outputs)
+    assert [(g.dtype, g.ndim) for g in loaded.tensor_guards] == [(g.dtype, g.ndim) for g in plan.tensor_guards]
+    assert [(v.base, v.dtype, v.offset.code) for v in loaded.views] == [(v.base, v.dtype, v.offset.code)
+                                                                       for v in plan.views]
+    assert [[e.code for a in s.args for e in a.ints] for s in loaded.aten_steps] == \
+        [[e.code for a in s.args for e in a.ints] for s in plan.aten_steps]
