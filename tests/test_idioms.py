@@ -302,11 +302,11 @@ def _returns_a_view_of_its_input_past_a_data_read(x: torch.Tensor) -> torch.Tens
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("body", [_returns_its_input_past_a_data_read, _returns_a_view_of_its_input_past_a_data_read])
-def test_a_fallback_returns_its_inputs_and_their_views_as_eager(device, body):
+def test_a_fallback_returns_copies_of_its_inputs_and_their_views(device, body):
     op = tt.op(f"{NS}::alias_{body.__name__.strip('_')}_{device}", body)
     x = torch.randn(4, device=device)
     out = op(x)
-    assert out.data_ptr() == body(x).data_ptr() and torch.equal(out, body(x))
+    assert out.data_ptr() != x.data_ptr() and torch.equal(out, body(x)) and out.stride() == body(x).stride()
 
 
 @triton.jit
@@ -339,24 +339,45 @@ def one_tensor_twice(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return out, out
 
 
+def _distinct(*tensors) -> bool:
+    return len({t.data_ptr() for t in tensors}) == len(tensors)
+
+
 @pytest.mark.parametrize("device", DEVICES)
-def test_outputs_that_are_inputs_views_of_them_or_each_other_are_returned_as_eager(device):
+def test_outputs_that_are_inputs_views_of_them_or_each_other_are_copies(device):
+    """The body returns what it wrote, as in eager; the op, whose schema declares no alias, returns copies (of
+    their layouts), on every path: torch.compile's buffers assume fresh outputs."""
     x, r = torch.randn(3, 5, device=device), torch.randn(3, 5, device=device)
-    expected = 2 * x
+    x0, r0 = x.clone(), r.clone()
     out, res = writes_and_returns_its_input(x, r)
-    assert out is x and res is r
-    torch.testing.assert_close(x, expected)
+    assert _distinct(out, res, x, r)
+    torch.testing.assert_close((x, out, res, r), (2 * x0, 2 * x0, r0, r0))
     view = writes_and_returns_a_view(x)
-    assert view.data_ptr() == x.data_ptr() and view.shape == (5, 3) and view.stride() == (1, 5)
-    torch.testing.assert_close(view, 2 * expected.t())
+    assert _distinct(view, x) and view.shape == (5, 3) and view.stride() == (1, 5)
+    torch.testing.assert_close((view, x), (4 * x0.t(), 4 * x0))
     first, second = one_tensor_twice(x)
-    assert first is second
-    torch.testing.assert_close(first, 2 * x)
-    # The schema declares no alias: to fake tensors (torch.compile) each output is a tensor of its own.
+    assert _distinct(first, second, x)
+    torch.testing.assert_close((first, second), (2 * x, 2 * x))
     with FakeTensorMode():
         fake = torch.empty(3, 5, device=device)
         out, res = writes_and_returns_its_input(fake, fake.clone())
         assert out is not fake and out.shape == fake.shape and writes_and_returns_a_view(fake).stride() == (1, 5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_outputs_that_alias_inputs_under_torch_compile(device):
+    """Compiled, the written inputs and the outputs are what eager gives (returning the inputs themselves, the
+    compiled code reused the output's buffer, which was the input's)."""
+    def step(x, r):
+        out, res = writes_and_returns_its_input(x, r)
+        view = writes_and_returns_a_view(out)
+        return out + res, view + 1
+
+    x0, r0 = torch.randn(3, 5, device=device), torch.randn(3, 5, device=device)
+    eager_args, compiled_args = (x0.clone(), r0.clone()), (x0.clone(), r0.clone())
+    expected = step(*eager_args)
+    torch.testing.assert_close(torch.compile(step, fullgraph=True)(*compiled_args), expected)
+    torch.testing.assert_close(compiled_args, eager_args)
 
 
 @triton.jit

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from . import _process_locks
+from . import _C, _process_locks
 from ._errors import CallError, KernelError, OpDefinitionError, TraceError
 from ._launch_mode import DirectLaunches, launch_mode
 from .trace.call_arguments import flat_arguments
@@ -70,7 +70,7 @@ def run_body(op: "TileOp", values: tuple, on_cpu: "bool | None" = None) -> objec
     with launch_mode(InterpretLaunches(op)) if on_cpu else DirectLaunches(), \
             NamingTheOp(op, "run in Python for this call"):
         result = op.call_body(values)
-    return checked_result(op, result)
+    return checked_result(op, values, result)
 
 
 def _body_frame(op: "TileOp", frames: list) -> "traceback.FrameSummary | None":
@@ -125,9 +125,9 @@ def _caller_level() -> int:
     return level
 
 
-def checked_result(op: "TileOp", result: object) -> object:
+def checked_result(op: "TileOp", values: tuple, result: object) -> object:
     """``result`` as the schema returns it, or an OpDefinitionError: a fallback returns what a native plan would
-    (tensors, as many as the schema declares; as in eager, they may be the inputs or views of them)."""
+    (tensors, as many as the schema declares; see ``own_outputs``)."""
     def refuse(message: str):
         raise OpDefinitionError(f"{op.qualname}: {message}")
 
@@ -146,6 +146,21 @@ def checked_result(op: "TileOp", result: object) -> object:
     for i, out in enumerate(outputs):
         if not isinstance(out, torch.Tensor):
             refuse(f"return {i} of the body is {type(out).__name__}, not a Tensor")
+    outputs = own_outputs(values, outputs)
     if op.returns_list:
         return outputs
     return outputs[0] if op.num_returns == 1 else tuple(outputs)
+
+
+def own_outputs(values: tuple, outputs: list) -> list:
+    """``outputs`` with each that shares memory with an argument (the argument itself, a view of it) or with an
+    earlier output copied (of its layout), as the native path returns them: a body may return what it wrote, as in
+    eager, but the schema declares no alias (torch.compile's buffers assume it)."""
+    inputs = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
+    aliased = _C.aliased_outputs(outputs, inputs)
+    if not aliased:
+        return outputs
+    outputs = list(outputs)
+    for i in aliased:
+        outputs[i] = outputs[i].clone()
+    return outputs

@@ -379,8 +379,9 @@ class TileOp:
         with launch_mode(InterpretLaunches(self)), _fallback.NamingTheOp(self, "run by Triton's interpreter on CPU"):
             # A fallback's body runs as outside torch_tile, with autograd (the CUDA path's does too).
             result = (_C.run_as_the_caller(lambda: self.call_body(args)) if plan.fallback else self.call_body(args))
+        if self.gradient_of is None:  # outputs as the CUDA path returns them (a gradient op's are gradients)
+            result = _fallback.checked_result(self, args, result)
         if plan.fallback:
-            result = _fallback.checked_result(self, result)
             _C.count_fallback_call()
             self._fell_back(plan.fallback)
         return result

@@ -191,6 +191,25 @@ PYBIND11_MODULE(_C, m) {
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   m.def("count_fallback_call", [] { counters().fallback_calls.fetch_add(1, std::memory_order_relaxed); },
         "Counts a call that ran its op body in Python on a path outside the native runtime (the CPU path).");
+  m.def("aliased_outputs", [](const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs) {
+        // Storage identity, as torch.library's check: pointer compares, no Python storage objects.
+        std::vector<const c10::StorageImpl*> seen;
+        for (const at::Tensor& t : inputs) {
+          if (t.has_storage()) seen.push_back(t.storage().unsafeGetStorageImpl());
+        }
+        std::vector<int64_t> aliased;
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          if (!outputs[i].has_storage()) continue;
+          const c10::StorageImpl* storage = outputs[i].storage().unsafeGetStorageImpl();
+          if (std::find(seen.begin(), seen.end(), storage) != seen.end()) {
+            aliased.push_back(int64_t(i));
+          } else {
+            seen.push_back(storage);
+          }
+        }
+        return aliased;
+      }, py::arg("outputs"), py::arg("inputs"),
+      "The indices of `outputs` that share storage with one of `inputs` or with an earlier output.");
   m.def("run_as_the_caller", [](const py::function& body) {
         const AsTheCaller as_the_caller;
         return body();

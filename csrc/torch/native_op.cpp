@@ -256,9 +256,11 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
 }
 
 void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
-  // An output may be an argument, a view of one or another output (as the body returned them), and a gradient
-  // op's may be None (-1): each leaves the host before the arguments leave the stack. A view reads its base,
-  // which take() moves out, so views become tensors first; only a made tensor returned once is moved.
+  // A body may return an argument, a view of one or one tensor twice (as it may in eager): as the schema declares
+  // no alias (torch.compile's buffers assume it), such an output is a copy of that tensor, of its layout. A
+  // gradient op's outputs are the tensors themselves (a gradient passed through, one gradient for two inputs) or
+  // None (-1). Each leaves the host before the arguments leave the stack. A view reads its base, which take()
+  // moves out, so views become tensors first; only a made tensor returned once is moved.
   if (!plan.views.empty()) {
     for (int32_t slot : plan.outputs) {
       if (slot >= 0) host.tensor(slot);
@@ -269,7 +271,14 @@ void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     const int32_t slot = plan.outputs[k];
     const bool again = std::find(plan.outputs.begin() + k + 1, plan.outputs.end(), slot) != plan.outputs.end();
-    outputs.push_back(slot < 0 ? at::Tensor() : (slot < first_made || again) ? host.tensor(slot) : host.take(slot));
+    const bool before = std::find(plan.outputs.begin(), plan.outputs.begin() + k, slot) != plan.outputs.begin() + k;
+    if (slot < 0) {
+      outputs.emplace_back();
+    } else if (!gradient_op_ && (before || host.aliases_input(slot))) {
+      outputs.push_back(host.tensor(slot).clone());
+    } else {
+      outputs.push_back((slot < first_made || again) ? host.tensor(slot) : host.take(slot));
+    }
   }
   torch::jit::drop(stack, n);
   if (returns_list_) {

@@ -68,6 +68,11 @@ const at::Tensor& TorchLaunchHost::tensor(int slot) {
   return m.tensor;
 }
 
+bool TorchLaunchHost::aliases_input(int slot) {
+  while (slot >= first_made_ && made(slot).view_base >= 0) slot = made(slot).view_base;
+  return slot < first_made_;
+}
+
 at::Tensor TorchLaunchHost::take(int slot) {
   tensor(slot);
   return std::move(made(slot).tensor);

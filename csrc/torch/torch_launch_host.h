@@ -31,6 +31,8 @@ class TorchLaunchHost final : public LaunchHost {
   // Moves out the tensor the plan made in `slot`, to return it. Views among
   // the outputs must be tensors first (tensor()): a view reads its base.
   at::Tensor take(int slot);
+  // Whether `slot`'s memory is an argument's: the argument itself, or a view of one.
+  bool aliases_input(int slot);
 
  private:
   struct Made {

@@ -718,8 +718,8 @@ class Tracer(GuardSink, LaunchMode):
                 raise OpDefinitionError(f"{self.op.qualname}: the body must return tensors, got {r!r}")
             outputs.append(r._slot)
         # As in eager, an output may be an input, a view of one (a wrapper that writes in place and returns what
-        # it wrote) or another output: the plan returns those tensors themselves. Their gradients are the
-        # autograd.Function's (native backward plans assume outputs of their own).
+        # it wrote) or another output: the op returns copies of them (NativeOp::push_outputs). Their gradients are
+        # the autograd.Function's (native backward plans save outputs by slot, which these are not).
         aliased = any(self.root_slot(s) < self.num_inputs for s in outputs if s >= 0) or \
             len(set(outputs)) != len(outputs)
         if aliased and not self.op.is_gradient_op:
