@@ -364,6 +364,31 @@ def test_outputs_that_are_inputs_views_of_them_or_each_other_are_copies(device):
         assert out is not fake and out.shape == fake.shape and writes_and_returns_a_view(fake).stride() == (1, 5)
 
 
+@tt.op(f"{NS}::declared_in_place", schema="(Tensor(a!) x, Tensor(b!) residual) -> (Tensor(a!), Tensor(b!))",
+       fallback=False)
+def declared_in_place(x, residual):
+    """As aten's in-place ops declare it: each return is its written argument itself."""
+    return _double_in_place(x), _double_in_place(residual)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_schema_that_declares_returns_as_written_arguments_returns_them_themselves(device):
+    x, r = torch.randn(3, 5, device=device), torch.randn(3, 5, device=device)
+    expected = (2 * x, 2 * r)
+    out, res = declared_in_place(x, r)
+    assert out is x and res is r
+    torch.testing.assert_close((x, r), expected)
+    with FakeTensorMode():
+        fake = torch.empty(3, 5, device=device)
+        assert declared_in_place(fake, fake.clone())[0] is fake
+    with pytest.raises(TypeError, match="must be a written argument itself"):
+        tt.op(f"{NS}::declared_wrongly", lambda x: x, schema="(Tensor(a) x) -> Tensor(a)")
+    swapped = tt.op(f"{NS}::declared_swapped_{device}", lambda x, r: (_double_in_place(r), _double_in_place(x)),
+                    schema="(Tensor(a!) x, Tensor(b!) r) -> (Tensor(a!), Tensor(b!))")
+    with pytest.raises(tt.OpDefinitionError, match="declares return 0 to be argument 'x' itself"):
+        swapped(x, r)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_outputs_that_alias_inputs_under_torch_compile(device):
     """Compiled, the written inputs and the outputs are what eager gives (returning the inputs themselves, the

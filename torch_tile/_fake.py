@@ -141,13 +141,16 @@ def fake_call(op: "TileOp", args: tuple):
             if aten.num_outputs:
                 results = result if isinstance(result, (tuple, list)) else (result,)
                 tensors.extend(results[:aten.num_outputs])
-    # Each output is a tensor of its own here, as the schema says (it declares no aliases): an output that is a
-    # view (of the op's intermediate or of an input), an input, or another output gets its own memory of the
-    # same geometry. (The CUDA kernel returns what the body returned; values are the same.)
+    # Each output is a tensor of its own, as the CUDA kernel returns it (a copy where the body returned an input, a
+    # view of one or another output; a view of the op's intermediate is its own too), except a return the schema
+    # declares to be a written argument (`Tensor(a!)`): that argument itself.
     outputs, seen = [], set()
-    for slot in plan.outputs:
+    declared = op.returned_args if not op.returns_list else ()
+    for k, slot in enumerate(plan.outputs):
         t = None if slot < 0 else tensors[slot]  # -1: a None gradient
-        if t is not None and (t._base is not None or slot < first_made or slot in seen):
+        if k < len(declared) and declared[k] == slot:
+            pass  # the schema declares this return the argument itself
+        elif t is not None and (t._base is not None or slot < first_made or slot in seen):
             t = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
         seen.add(slot)
         outputs.append(t)

@@ -146,18 +146,21 @@ def checked_result(op: "TileOp", values: tuple, result: object) -> object:
     for i, out in enumerate(outputs):
         if not isinstance(out, torch.Tensor):
             refuse(f"return {i} of the body is {type(out).__name__}, not a Tensor")
-    outputs = own_outputs(values, outputs)
+    outputs = own_outputs(op, values, outputs)
     if op.returns_list:
         return outputs
     return outputs[0] if op.num_returns == 1 else tuple(outputs)
 
 
-def own_outputs(values: tuple, outputs: list) -> list:
+def own_outputs(op: "TileOp", values: tuple, outputs: list) -> list:
     """``outputs`` with each that shares memory with an argument (the argument itself, a view of it) or with an
     earlier output copied (of its layout), as the native path returns them: a body may return what it wrote, as in
-    eager, but the schema declares no alias (torch.compile's buffers assume it)."""
+    eager, but unless the schema declares that return an alias of the argument (``op.returned_args``), torch
+    (torch.compile's buffers) takes it for a new tensor."""
     inputs = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
     aliased = _C.aliased_outputs(outputs, inputs)
+    declared = op.returned_args if not op.returns_list else ()
+    aliased = [i for i in aliased if not (i < len(declared) and declared[i] >= 0 and outputs[i] is values[declared[i]])]
     if not aliased:
         return outputs
     outputs = list(outputs)

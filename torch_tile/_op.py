@@ -97,6 +97,9 @@ class TileOp:
             raise TypeError(f"torch_tile.op {qualname}: returns must be a Tensor, a tuple of Tensors, a "
                             f"list[Tensor] or None, got ({', '.join(returns)})")
         self.num_returns = len(parsed.returns)
+        # A return the schema declares to be a written argument (`(Tensor(a!) x) -> Tensor(a!)`) is that tensor
+        # itself; every other output is the op's own (a copy where the body returns an argument: _fallback.py).
+        self.returned_args = tuple(_returned_argument(qualname, parsed, r) for r in parsed.returns)
         self._lib = torch.library.Library(self.namespace, "FRAGMENT")
         # name[.overload], as torch.library's define and impl take it
         self._lib_name = op_name = qualname.split("::", 1)[1]
@@ -214,7 +217,7 @@ class TileOp:
                         is_gradient_op=self.gradient_of is not None, backward_fn=self.backward_fn,
                         setup_context_fn=self.setup_context_fn,
                         gradient_op_name=lambda layout: self.gradient_op(layout).qualname,
-                        function_applied=function_applied)
+                        function_applied=function_applied, returned_args=self.returned_args)
 
     @property
     def sources(self) -> tuple:
@@ -385,6 +388,19 @@ class TileOp:
             _C.count_fallback_call()
             self._fell_back(plan.fallback)
         return result
+
+
+def _returned_argument(qualname: str, parsed, ret) -> int:
+    """The index of the written argument whose alias set ``ret`` declares (-1: none, a new tensor)."""
+    if ret.alias_info is None:
+        return -1
+    for i, a in enumerate(parsed.arguments):
+        if a.alias_info is not None and a.alias_info.is_write and a.alias_info.before_set == ret.alias_info.before_set:
+            if not ret.alias_info.is_write:
+                break
+            return i
+    raise TypeError(f"torch_tile.op {qualname}: a return annotated {ret.alias_info.before_set} must be a written "
+                    "argument itself, annotated alike (`(Tensor(a!) x) -> Tensor(a!)`)")
 
 
 def _python_value(value, kind) -> object:

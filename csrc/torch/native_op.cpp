@@ -187,6 +187,14 @@ NativeOp::NativeOp(std::string qualname, std::string schema, std::vector<ArgKind
     arg_names_.push_back(a.name());
     if (a.alias_info() != nullptr && a.alias_info()->isWrite()) written_args_.push_back(int(i));
   }
+  for (const c10::Argument& r : returns) {  // validated in Python (TileOp) before the op was defined
+    int arg = -1;
+    for (size_t i = 0; r.alias_info() != nullptr && i < defined.arguments().size(); ++i) {
+      const c10::AliasInfo* a = defined.arguments()[i].alias_info();
+      if (a != nullptr && a->isWrite() && a->beforeSets() == r.alias_info()->beforeSets()) arg = int(i);
+    }
+    returned_args_.push_back(arg);
+  }
 }
 
 const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first,
@@ -256,8 +264,9 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
 }
 
 void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
-  // A body may return an argument, a view of one or one tensor twice (as it may in eager): as the schema declares
-  // no alias (torch.compile's buffers assume it), such an output is a copy of that tensor, of its layout. A
+  // A body may return an argument, a view of one or one tensor twice (as it may in eager): unless the schema
+  // declares that return the argument itself (`Tensor(a!)`), it declares a new tensor (torch.compile's buffers
+  // assume it), so such an output is a copy of that tensor, of its layout. A
   // gradient op's outputs are the tensors themselves (a gradient passed through, one gradient for two inputs) or
   // None (-1). Each leaves the host before the arguments leave the stack. A view reads its base, which take()
   // moves out, so views become tensors first; only a made tensor returned once is moved.
@@ -272,9 +281,10 @@ void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch
     const int32_t slot = plan.outputs[k];
     const bool again = std::find(plan.outputs.begin() + k + 1, plan.outputs.end(), slot) != plan.outputs.end();
     const bool before = std::find(plan.outputs.begin(), plan.outputs.begin() + k, slot) != plan.outputs.begin() + k;
+    const bool declared = k < returned_args_.size() && returned_args_[k] == slot;  // the argument itself, by schema
     if (slot < 0) {
       outputs.emplace_back();
-    } else if (!gradient_op_ && (before || host.aliases_input(slot))) {
+    } else if (!gradient_op_ && !declared && (before || host.aliases_input(slot))) {
       outputs.push_back(host.tensor(slot).clone());
     } else {
       outputs.push_back((slot < first_made || again) ? host.tensor(slot) : host.take(slot));

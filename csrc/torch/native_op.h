@@ -123,6 +123,8 @@ class NativeOp {
   const std::string schema_;  // "(Tensor x, ...) -> Tensor"
   std::vector<std::string> arg_names_;
   std::vector<int> written_args_;
+  // Per return: the written argument the schema declares it to be (`(Tensor(a!) x) -> Tensor(a!)`), or -1.
+  std::vector<int> returned_args_;
   const int num_returns_;
   bool returns_list_ = false;
   const bool gradient_op_;

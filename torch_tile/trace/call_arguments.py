@@ -18,8 +18,8 @@ from .. import _C
 from .._plan import ArgKind, is_optional, value_kind
 
 
-# Dtypes a tile kernel can take: the C++ runtime's table (csrc/torch/dtype_map.cpp).
-# The dtypes an op's tensors may have, and those its kernels take (not complex: bodies view it as real).
+# The dtypes an op's tensors may have, and those its kernels take (not complex: bodies view it as real): the C++
+# runtime's table (csrc/torch/dtype_map.cpp).
 PLAN_DTYPES = frozenset(_C.plan_dtypes(kernel_only=False))
 KERNEL_DTYPES = frozenset(_C.plan_dtypes(kernel_only=True))
 

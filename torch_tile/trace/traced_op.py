@@ -31,3 +31,4 @@ class TracedOp:
     setup_context_fn: Optional[Callable] = None
     gradient_op_name: Optional[Callable[[Any], str]] = None
     function_applied: Callable[[], None] = lambda: None
+    returned_args: tuple[int, ...] = ()  # per return: the argument the schema says it is (`Tensor(a!)`), or -1

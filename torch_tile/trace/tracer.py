@@ -716,6 +716,11 @@ class Tracer(GuardSink, LaunchMode):
                 continue
             if not isinstance(r, TensorProxy):
                 raise OpDefinitionError(f"{self.op.qualname}: the body must return tensors, got {r!r}")
+            declared = self.op.returned_args[len(outputs)] if self.op.returned_args else -1
+            if declared >= 0 and r._slot != declared:
+                raise self.error(f"the schema declares return {len(outputs)} to be argument "
+                                 f"'{self.op.arg_names[declared]}' itself; the body returns another tensor",
+                                 kind=OpDefinitionError)
             outputs.append(r._slot)
         # As in eager, an output may be an input, a view of one (a wrapper that writes in place and returns what
         # it wrote) or another output: the op returns copies of them (NativeOp::push_outputs). Their gradients are
