@@ -153,7 +153,7 @@ def checked_result(op: "TileOp", values: tuple, result: object) -> object:
 
 
 def own_outputs(op: "TileOp", values: tuple, outputs: list) -> list:
-    """``outputs`` with each that shares memory with an argument (the argument itself, a view of it) or with an
+    """``outputs`` with each that shares memory with an argument (the argument itself, a view of it) or is an
     earlier output copied (of its layout), as the native path returns them: a body may return what it wrote, as in
     eager, but unless the schema declares that return an alias of the argument (``op.returned_args``), torch
     (torch.compile's buffers) takes it for a new tensor."""

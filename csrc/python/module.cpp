@@ -192,24 +192,25 @@ PYBIND11_MODULE(_C, m) {
   m.def("count_fallback_call", [] { counters().fallback_calls.fetch_add(1, std::memory_order_relaxed); },
         "Counts a call that ran its op body in Python on a path outside the native runtime (the CPU path).");
   m.def("aliased_outputs", [](const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs) {
-        // Storage identity, as torch.library's check: pointer compares, no Python storage objects.
-        std::vector<const c10::StorageImpl*> seen;
+        // As NativeOp::push_outputs decides: an input's storage (the input, a view of it), or an earlier output
+        // itself. Pointer compares, no Python storage objects.
+        std::vector<const c10::StorageImpl*> inputs_storage;
         for (const at::Tensor& t : inputs) {
-          if (t.has_storage()) seen.push_back(t.storage().unsafeGetStorageImpl());
+          if (t.has_storage()) inputs_storage.push_back(t.storage().unsafeGetStorageImpl());
         }
         std::vector<int64_t> aliased;
         for (size_t i = 0; i < outputs.size(); ++i) {
-          if (!outputs[i].has_storage()) continue;
-          const c10::StorageImpl* storage = outputs[i].storage().unsafeGetStorageImpl();
-          if (std::find(seen.begin(), seen.end(), storage) != seen.end()) {
-            aliased.push_back(int64_t(i));
-          } else {
-            seen.push_back(storage);
-          }
+          const bool of_an_input = outputs[i].has_storage() &&
+              std::find(inputs_storage.begin(), inputs_storage.end(), outputs[i].storage().unsafeGetStorageImpl()) !=
+                  inputs_storage.end();
+          bool repeated = false;
+          for (size_t j = 0; j < i; ++j) repeated = repeated || outputs[j].is_same(outputs[i]);
+          if (of_an_input || repeated) aliased.push_back(int64_t(i));
         }
         return aliased;
       }, py::arg("outputs"), py::arg("inputs"),
-      "The indices of `outputs` that share storage with one of `inputs` or with an earlier output.");
+      "The indices of `outputs` whose memory is one of `inputs`' (the input, a view of it) or that are an earlier "
+      "output itself.");
   m.def("run_as_the_caller", [](const py::function& body) {
         const AsTheCaller as_the_caller;
         return body();

@@ -716,9 +716,10 @@ class Tracer(GuardSink, LaunchMode):
                 continue
             if not isinstance(r, TensorProxy):
                 raise OpDefinitionError(f"{self.op.qualname}: the body must return tensors, got {r!r}")
-            declared = self.op.returned_args[len(outputs)] if self.op.returned_args else -1
+            k = len(outputs)
+            declared = self.op.returned_args[k] if not self.op.returns_list and k < len(self.op.returned_args) else -1
             if declared >= 0 and r._slot != declared:
-                raise self.error(f"the schema declares return {len(outputs)} to be argument "
+                raise self.error(f"the schema declares return {k} to be argument "
                                  f"'{self.op.arg_names[declared]}' itself; the body returns another tensor",
                                  kind=OpDefinitionError)
             outputs.append(r._slot)
