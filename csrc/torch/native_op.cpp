@@ -266,10 +266,10 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
 void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
   // A body may return an argument, a view of one or one tensor twice (as it may in eager): unless the schema
   // declares that return the argument itself (`Tensor(a!)`), it declares a new tensor (torch.compile's buffers
-  // assume it), so such an output is a copy of that tensor, of its layout. A
-  // gradient op's outputs are the tensors themselves (a gradient passed through, one gradient for two inputs) or
-  // None (-1). Each leaves the host before the arguments leave the stack. A view reads its base, which take()
-  // moves out, so views become tensors first; only a made tensor returned once is moved.
+  // assume it), so such an output is a copy of that tensor, of its layout. A gradient op's outputs are the
+  // tensors themselves (a gradient passed through, one gradient for two inputs) or None (-1). Each leaves the
+  // host before the arguments leave the stack. A view reads its base, which take() moves out, so views become
+  // tensors first; only a made tensor returned once is moved.
   if (!plan.views.empty()) {
     for (int32_t slot : plan.outputs) {
       if (slot >= 0) host.tensor(slot);

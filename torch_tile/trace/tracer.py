@@ -533,7 +533,8 @@ class Tracer(GuardSink, LaunchMode):
         return self.add_view(base, meta, sizes, strides, 0)
 
     def check_dtype(self, dtype, what: str = "allocation") -> None:
-        """A tensor the body makes (``what``) must have a dtype tile kernels take."""
+        """A tensor the body makes (``what``) must have a dtype a launch plan holds (complex too: kernels refuse it
+        where it is passed to them, see ``frontends.launch_record.value_binding``)."""
         if dtype not in PLAN_DTYPES:
             raise self.error(f"{what} of dtype {dtype}: a launch plan holds {sorted(map(str, PLAN_DTYPES))}")
 
