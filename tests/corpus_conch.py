@@ -537,7 +537,7 @@ ENTRIES: List[Entry] = [
     _e("gelu_tanh_and_mul", "conch.ops.activation.gelu_tanh_and_mul", gelu_tanh_and_mul_op,
        _glu_ref(lambda t: F.gelu(t, approximate="tanh")), [
            _one("f32", (6, 64)),
-           _one("f16-3d", (2, 3, 80), f16),
+           _one("f32-3d", (2, 3, 80)),  # libdevice's tanh takes fp32/fp64 only: the library's own f16 call fails
        ], cpu_skip=LIBDEVICE.format("tanh"), notes="as silu_and_mul; the kernel calls libdevice.tanh"),
     _e("rms_norm", "conch.ops.normalization.rms_norm", rms_norm_op, rms_norm_ref, [
         _norm_case("f32", (5, 64)),
