@@ -126,7 +126,8 @@ setup(
     # Tested: torch 2.11 with Triton 3.6, torch 2.14.1 with Triton 3.8. The extension runs with the torch it was
     # built against (its major.minor).
     install_requires=["torch>=2.11", "triton>=3.6", "numpy"],
-    extras_require={"cutile": ["cuda-tile[tileiras]>=1.7,<1.8"]},  # cuTile kernels in op bodies (torch_tile.frontends.cutile)
+    extras_require={"cutile": ["cuda-tile[tileiras]>=1.7,<1.8"],  # cuTile kernels in op bodies (frontends.cutile)
+                    "tilelang": ["tilelang==0.1.15"]},  # TileLang's JITKernels in op bodies (frontends.tilelang)
     package_data={"torch_tile": ["lib/*.so", "include/torch_tile/*.h", "share/cmake/torch_tile/*.cmake", "kernels/*.cu"]},
     ext_modules=[library(), python_extension("torch_tile._C", sources("python")),
                  # Tests' and benchmarks' probes; the package never imports it. It reads launch metadata as _C does.

@@ -15,18 +15,25 @@ call at a large one, CUDA events):
   cuTile, torch_tile       torch.ops.tile.softmax_cutile (torch_tile/kernels/softmax_cutile.py)
   cuTile, ct.launch        softmax_rows through cuTile's own launcher, as a cuTile user writes it
 
+  TileLang GEMM rows (the TileLang example is a matrix product; float16 (M, K) @ (K, N), host shape 64^3,
+  GPU shape 4096^3), each against a GEMM through the Triton frontend:
+  TileLang, torch_tile     torch.ops.tile.matmul_tilelang (torch_tile/kernels/matmul_tilelang.py)
+  TileLang, own executor   the same JITKernel called outside any op (TileLang's tvm-ffi executor), as a
+                           TileLang user calls it
+  triton GEMM, torch_tile  torch.ops.tile.matmul (the Triton frontend's GEMM op, same inputs)
+
   <op> (driver floor)      the op's last launch replayed with bare cuLaunchKernelEx from C++, each with an
                            output allocation: what the driver and allocator cost for that op's cubin and
                            arguments. An op's time above it is torch_tile's own work (host_us_above_driver_floor).
 
 Host rows are measured in interleaved rounds (best, median and worst round reported).
 
-The cuTile rows need cuda-tile; a row that cannot run here (cuTile missing, or
+The cuTile rows need cuda-tile, the TileLang rows tilelang; a row that cannot run here (cuTile missing, or
 its compiler failing on this machine) is reported as missing, with why. With
 $TORCH_TILE_CUTILE_BUNDLE (dev/cutile_bundle.py) the cuTile op's variants
 come from that bundle. Targets: each frontend's op through torch_tile within
 1.1x of the Triton op's host time, and >= 2x faster than that frontend's own
-Python launch. Needs a CUDA GPU.
+Python launch; the TileLang op's GPU time that of TileLang's executor (the same cubin). Needs a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -131,6 +138,21 @@ def cutile_launchers() -> tuple[dict, dict]:
     return {"cuTile, torch_tile": softmax_cutile.softmax_cutile, "cuTile, ct.launch": own_launch}, {}
 
 
+def tilelang_launchers() -> tuple[dict, dict]:
+    """The GEMM rows (name -> fn(a, b)) that can run here, and why the others cannot."""
+    names = ("TileLang, torch_tile", "TileLang, own executor")
+    try:
+        from torch_tile.kernels import matmul_tilelang
+        kernel = matmul_tilelang.gemm_kernel()
+    except Exception as e:  # noqa: BLE001 - no tilelang, or its compile failing here: reported as missing rows
+        return {}, {name: f"{type(e).__name__}: {str(e).splitlines()[-1][:200]}" for name in names}
+    return {names[0]: matmul_tilelang.matmul_tilelang, names[1]: kernel, "triton GEMM, torch_tile": K.matmul}, {}
+
+
+def _gemm_inputs(n: int) -> tuple:
+    return torch.randn(n, n, device="cuda", dtype=torch.float16), torch.randn(n, n, device="cuda", dtype=torch.float16)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     # Small enough that each kernel takes less GPU time than a call takes host time: a host row is the time to
@@ -163,6 +185,12 @@ def main() -> int:
         except Exception as e:  # noqa: BLE001 - reported as a missing row, with why
             missing[name] = f"{type(e).__name__}: {str(e).splitlines()[-1][:200]}"
     large_launchers = dict(launchers, **{"cuda C++, ctypes launch": CtypesLaunch(large)})
+    gemm, gemm_missing = tilelang_launchers()
+    missing.update(gemm_missing)
+    gemm_small, gemm_large = _gemm_inputs(64), _gemm_inputs(4096)
+    for name, fn in gemm.items():  # every GEMM computes the same product
+        torch.testing.assert_close(fn(*gemm_small), gemm_small[0] @ gemm_small[1], atol=2e-2, rtol=2e-2,
+                                   msg=lambda m, name=name: f"{name}: {m}")
     for name, fn in launchers.items():  # every launcher computes the same softmax
         torch.testing.assert_close(fn(small), reference, atol=1e-6, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
     # The driver's floor under each torch_tile op: its last launch replayed with bare cuLaunchKernelEx from C++,
@@ -174,13 +202,17 @@ def main() -> int:
         op, (small,), n, allocate_like=small)) for name, op in ops.items()}
     # Rounds interleaved: this machine's host µs drift by a third between runs, alike for every row within one.
     host_rounds = interleaved_us({**{name: (lambda n, fn=fn: host_seconds(lambda: fn(small), n))
-                                     for name, fn in launchers.items()}, **floors}, iters=1000, rounds=args.rounds)
+                                     for name, fn in launchers.items()}, **floors,
+                                  **{name: (lambda n, fn=fn: host_seconds(lambda: fn(*gemm_small), n))
+                                     for name, fn in gemm.items()}}, iters=1000, rounds=args.rounds)
     host = {name: r["best"] for name, r in host_rounds.items()}
     above_floor = {name: host[name] - host[f"{name} (driver floor)"] for name in ops}
     # Where each op's own time goes: ns per call in each phase of its C++ implementation.
     phases = {name: _testing.bench_phases(op, (small,), 20000) for name, op in ops.items()}
     gpu = {name: _gpu_us(lambda fn=fn: fn(large)) for name, fn in large_launchers.items()}
     gpu_small = {name: _gpu_us(lambda fn=fn: fn(small)) for name, fn in launchers.items()}
+    gpu.update({name: _gpu_us(lambda fn=fn: fn(*gemm_large), iters=20) for name, fn in gemm.items()})
+    gpu_small.update({name: _gpu_us(lambda fn=fn: fn(*gemm_small)) for name, fn in gemm.items()})
     triton_op = host["triton, torch_tile"]
     ratios = {
         "cuda_op_over_triton_op": host["cuda C++, torch_tile"] / triton_op,
@@ -202,15 +234,27 @@ def main() -> int:
     if "cuTile, torch_tile" in host and "cuTile, ct.launch" in host:
         ratios["cutile_own_over_cutile_op"] = host["cuTile, ct.launch"] / host["cuTile, torch_tile"]
         targets["cuTile op >= 2x faster than ct.launch"] = ratios["cutile_own_over_cutile_op"] >= 2.0
+    if "TileLang, torch_tile" in host:
+        ratios["tilelang_op_over_triton_gemm_op"] = host["TileLang, torch_tile"] / host["triton GEMM, torch_tile"]
+        ratios["tilelang_own_over_tilelang_op"] = host["TileLang, own executor"] / host["TileLang, torch_tile"]
+        ratios["tilelang_op_gpu_over_own_gpu"] = gpu["TileLang, torch_tile"] / gpu["TileLang, own executor"]
+        within = ratios["tilelang_op_over_triton_gemm_op"] <= 1.1
+        targets["TileLang op within 1.1x of the Triton GEMM op (host)"] = within
+        targets["TileLang op >= 2x faster than TileLang's executor"] = ratios["tilelang_own_over_tilelang_op"] >= 2.0
+        # The same cubin: equal GPU time up to the noise of CUDA events (within 3%).
+        equal = abs(ratios["tilelang_op_gpu_over_own_gpu"] - 1) <= 0.03
+        targets["TileLang op GPU time equal to its executor's"] = equal
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "host_shape": [args.rows, args.cols], "gpu_shape": list(large.shape), "host_us": host,
+              "host_shape": [args.rows, args.cols], "gpu_shape": list(large.shape),
+              "gemm_host_shape": list(gemm_small[0].shape), "gemm_gpu_shape": list(gemm_large[0].shape),
+              "host_us": host,
               "host_us_rounds": host_rounds, "host_us_above_driver_floor": above_floor,
               "phases_ns": phases, "gpu_us": gpu,
               "gpu_us_host_shape": gpu_small,
               "ratios": ratios, "targets_met": targets, "missing": missing}
     print(f"{'softmax':28s} {'host µs/call':>13s} {'median':>8s} {'worst':>8s} {'GPU µs, same':>13s} "
           f"{'GPU µs, large':>14s}")
-    for name in launchers:
+    for name in [*launchers, *gemm]:
         r = host_rounds[name]
         print(f"{name:28s} {host[name]:13.2f} {r['median']:8.2f} {r['worst']:8.2f} {gpu_small[name]:13.2f} "
               f"{gpu[name]:14.2f}")

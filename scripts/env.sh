@@ -15,6 +15,11 @@ CORPUS_LIBS=(liger-kernel==0.8.5 fla-core==0.6.0 einops==0.8.1 cut-cross-entropy
 # (the pins cuda-tile[tileiras] resolves today, installed without their dependency tree, which would move
 # torch's CUDA packages). tests/test_*_cutile.py skip without it.
 CUTILE=(cuda-tile==1.7.0 nvidia-cuda-tileiras==13.4.92 nvidia-cuda-nvcc==13.4.92 nvidia-nvvm==13.4.92)
+# TileLang (optional): tilelang and the pins of its dependencies it was tested with, installed without their
+# dependency tree (which would move torch). It compiles with the CUDA toolkit's nvcc. tests/test_*_tilelang.py
+# skip without it.
+TILELANG=(tilelang==0.1.15 apache-tvm-ffi==0.1.12 z3-solver==4.15.4.0 torch-c-dlpack-ext==0.1.5 ml-dtypes==0.7.0
+          cloudpickle==3.1.3 psutil==7.2.2 tqdm==4.70.1)
 # Whether a Python has these modules, without importing them (torch takes seconds to import).
 has() { "$1" -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in sys.argv[1:]))" "${@:2}"; }
 if [ -x .venv/bin/python ] && has .venv/bin/python torch triton 2>/dev/null; then
@@ -47,9 +52,10 @@ for spec in sys.argv[1:]:
     if not ok:
         missing.append(spec)
 cutile = importlib.util.find_spec("cuda") is not None and importlib.util.find_spec("cuda.tile") is not None
-print(torch_version, int(cutile), *missing)
+tilelang = importlib.util.find_spec("tilelang") is not None
+print(torch_version, int(cutile), int(tilelang), *missing)
 PYEOF
-read -r TORCH_VERSION HAS_CUTILE missing <<< "$("$PY" -c "$CHECK" "${CORPUS_LIBS[@]}")"
+read -r TORCH_VERSION HAS_CUTILE HAS_TILELANG missing <<< "$("$PY" -c "$CHECK" "${CORPUS_LIBS[@]}")"
 # The corpora's libraries where missing: from wheels/ first (the GPU machine has no network), then from PyPI.
 # Without one, its corpus is skipped.
 for spec in $missing; do
@@ -63,6 +69,11 @@ if [ "$HAS_CUTILE" = 0 ]; then
   { [ -d wheels ] && "$PY" -m pip install -q --no-deps --no-index --find-links wheels "${CUTILE[0]}" >&2 2>/dev/null; } ||
     "$PY" -m pip install -q --no-deps --retries 1 --timeout 60 "${CUTILE[@]}" >&2 ||
     echo "torch_tile: could not install cuda-tile; the cuTile tests will be skipped" >&2
+fi
+if [ "$HAS_TILELANG" = 0 ]; then
+  echo "torch_tile: installing tilelang (optional: the TileLang frontend's tests)" >&2
+  "$PY" -m pip install -q --no-deps --retries 0 --timeout 20 "${TILELANG[@]}" >&2 ||
+    echo "torch_tile: could not install tilelang; the TileLang tests will be skipped" >&2
 fi
 # Build unless the in-place build is newer than every source and was made for this torch.
 built_for=$(sed -n 's/^TORCH_VERSION = "\(.*\)"$/\1/p' torch_tile/_built_with.py 2>/dev/null || true)

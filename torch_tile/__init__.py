@@ -30,6 +30,7 @@ cmake_prefix_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sh
 frontends.triton.register()
 frontends.cuda.register()
 frontends.cutile.register()
+frontends.tilelang.register()
 
 
 def runtime_counters() -> dict:

@@ -2,8 +2,9 @@
 steps while a body is traced, and compiles a kernel variant from its
 specialization key when the native runtime asks (registered with
 ``_C.register_frontend``): ``triton`` (``@triton.jit`` kernels), ``cuda``
-(CUDA C++ compiled with NVRTC) and ``cutile`` (cuTile kernels). ``frontend.py`` is the interface they
-implement and their registry."""
+(CUDA C++ compiled with NVRTC), ``cutile`` (cuTile kernels) and ``tilelang``
+(TileLang's compiled kernels). ``frontend.py`` is the interface they implement
+and their registry."""
 
 import hashlib
 import json
@@ -103,4 +104,4 @@ class KernelRegistry:
 
 
 # The frontends, each registering itself (its Frontend object) on import; asked in this order.
-from . import cuda, cutile, triton  # noqa: E402, F401
+from . import cuda, cutile, tilelang, triton  # noqa: E402, F401

@@ -1,0 +1,161 @@
+"""A ``JITKernel`` called in an op body, ``kernel(a, b)`` as TileLang users call it: to the thread's launch mode
+(``_launch_mode`` turns this routing on while bodies run; only where the program imported tilelang, whose
+``JITKernel.__call__`` it replaces meanwhile). The call is bound as TileLang's own executor binds it (the
+non-output parameters in PrimFunc order, dynamic symbols from the tensors' sizes and strides, each checked
+against the buffer's declaration); the ``out_idx`` outputs are allocated here (``torch.empty`` of the buffer's
+shape on the first tensor's device, as TileLang does), so a trace records them, a fake run makes fake tensors,
+and the mode gets every parameter."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+
+from ..._errors import CallError
+from ..._launch_mode import LaunchMode, add_routing, current_mode
+from ...trace.expr import sym_max, sym_min
+from .lowering import BufferParam, ScalarParam, Signature, evaluate, lowering, signature
+
+_original_call: Optional[Any] = None  # JITKernel.__call__ while bodies run, if tilelang is imported
+
+
+def _the_op(mode: LaunchMode) -> str:
+    op = getattr(mode, "op", None)
+    return getattr(op, "qualname", "torch_tile op")
+
+
+@dataclass(frozen=True)
+class DeviceKernelLaunch:
+    """One device kernel of a ``JITKernel``'s call (TileLang may lower a function to several, launched in order):
+    what a recording mode is handed, once per device kernel."""
+
+    kernel: Any  # the JITKernel
+    index: int  # into its lowering's kernels
+
+
+def bind_call(sig: Signature, args: tuple, mode: Optional[LaunchMode]) -> list:
+    """Every parameter's value in PrimFunc order, the outputs allocated, of a call with the non-output arguments
+    ``args``. A call TileLang would refuse (count, dtype, rank, a size or stride that is not the declared one) is a
+    CallError naming the op, kernel, parameter, expected and got."""
+    inputs = [p for p in sig.params if p.index not in sig.out_idx]
+    if len(args) != len(inputs):
+        allocated = [p.name for p in sig.params if p.index in sig.out_idx]
+        _refuse(sig, mode, f"takes {len(inputs)} arguments ({', '.join(p.name for p in inputs)}"
+                f"{'; ' + ', '.join(allocated) + ' allocated by the call' if allocated else ''}), got {len(args)}")
+    values: list[Any] = [None] * len(sig.params)
+    for p, a in zip(inputs, args):
+        values[p.index] = a
+    symbols = bind_symbols(sig, values, mode)
+    device = next((values[p.index].device for p in sig.params
+                   if isinstance(p, BufferParam) and p.index not in sig.out_idx), None)
+    for i in sig.out_idx:
+        p = sig.params[i]
+        if not isinstance(p, BufferParam):
+            _refuse(sig, mode, f"out_idx names parameter {p.name}, a scalar")
+        try:
+            shape = [evaluate(s, symbols, (sym_min, sym_max)) for s in p.shape]
+        except KeyError as e:
+            _refuse(sig, mode, f"the size of output {p.name} depends on symbol {e.args[0]}, which no input binds")
+        if device is None:  # no tensor input: TileLang's current device
+            device = torch.device("cuda", torch.cuda.current_device())
+        values[i] = torch.empty(shape, dtype=p.dtype, device=device)
+    return values
+
+
+def _refuse(sig: Signature, mode: Optional[LaunchMode], message: str):
+    raise CallError(f"{_the_op(mode)}: TileLang kernel {sig.name}: {message}")
+
+
+def bind_symbols(sig: Signature, values: list, mode: Optional[LaunchMode]) -> dict:
+    """Symbol name -> value, as TileLang's executor binds them from the call's inputs (``values``: every parameter,
+    outputs not looked at), each input checked against its buffer's declaration."""
+    def refuse(message: str):
+        _refuse(sig, mode, message)
+
+    inputs = [p for p in sig.params if p.index not in sig.out_idx]
+    symbols: dict[str, Any] = {}
+    for p in inputs:  # scalar parameters first: TileLang binds a symbol that is a parameter from the parameter
+        if isinstance(p, ScalarParam):
+            if isinstance(values[p.index], torch.Tensor):
+                refuse(f"parameter {p.name} is a {p.dtype} scalar, got a tensor")
+            symbols[p.name] = values[p.index]
+    buffers = [p for p in inputs if isinstance(p, BufferParam)]
+    for p in buffers:
+        t = values[p.index]
+        if not isinstance(t, torch.Tensor):
+            refuse(f"parameter {p.name} is a {p.dtype} tensor, got {type(t).__name__}")
+        if t.dtype != p.dtype:
+            refuse(f"parameter {p.name} must be {p.dtype}, got {t.dtype}")
+        if t.dim() != len(p.shape):
+            refuse(f"parameter {p.name} must have {len(p.shape)} dimensions, got {t.dim()}")
+    min_max = (sym_min, sym_max)
+
+    def check_or_bind(p: BufferParam, what: str, j: int, declared, actual) -> None:
+        if type(declared).__name__ in ("Var", "SizeVar") and declared.name not in symbols:
+            symbols[declared.name] = actual
+            return
+        expected = evaluate(declared, symbols, min_max)
+        if not bool(actual == expected):
+            refuse(f"parameter {p.name}: {what}[{j}] must be {expected} (`{declared}`), got {actual}")
+
+    for p in buffers:
+        for j, declared in enumerate(p.shape):
+            check_or_bind(p, "size", j, declared, values[p.index].shape[j])
+    for p in buffers:
+        t = values[p.index]
+        if p.strides:
+            for j, declared in enumerate(p.strides):
+                if not bool(t.shape[j] == 1):  # a dimension of one element has any stride (TileLang's check)
+                    check_or_bind(p, "stride", j, declared, t.stride(j))
+        else:
+            expected = 1
+            for j in reversed(range(t.dim())):
+                if not bool(t.stride(j) == expected) and not bool(t.shape[j] == 1):
+                    refuse(f"parameter {p.name} must be contiguous (row-major), got strides {tuple(t.stride())} "
+                           f"for sizes {tuple(t.shape)}: pass .contiguous()")
+                expected = expected * t.shape[j]
+    return symbols
+
+
+def _router(original):
+    def __call__(self, *args, **kwargs):
+        mode: Optional[LaunchMode] = current_mode()
+        if mode is None:
+            return original(self, *args, **kwargs)
+        if kwargs.keys() - {"stream"}:
+            raise CallError(f"{_the_op(mode)}: TileLang kernel call with keywords {sorted(kwargs)}: torch_tile op "
+                            "bodies call TileLang kernels with positional arguments (the op launches on the "
+                            "current torch stream)")
+        sig = signature(self)
+        values = tuple(bind_call(sig, args, mode))
+        if mode.records:  # each device kernel a launch of its own
+            for i in range(len(lowering(self).kernels)):
+                mode.launch(DeviceKernelLaunch(self, i), None, values, {})
+        else:
+            mode.launch(self, None, values, {})
+        outputs = [values[i] for i in sig.out_idx]
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+    return __call__
+
+
+def route(on: bool) -> None:
+    """Routes ``JITKernel.__call__`` (only where the program imported tilelang: nothing is imported here)."""
+    global _original_call
+    module = sys.modules.get("tilelang.jit.kernel")
+    if module is None:
+        return
+    cls = module.JITKernel
+    if on and _original_call is None:
+        _original_call = cls.__call__
+        cls.__call__ = _router(_original_call)
+    elif not on and _original_call is not None:
+        cls.__call__ = _original_call
+        _original_call = None
+
+
+add_routing(route)
