@@ -177,11 +177,18 @@ cu::CUfunction CompiledKernel::load(int device) {
   d.check(d.cuModuleGetFunction(&f, module.get(), binary_.name.c_str()), "cuModuleGetFunction");
   check_parameters(f);
   check_block_fits(f);
-  // Shared memory above 48 KB must be opted into, once per function (as Triton does).
-  if (binary_.shared_mem > 49152) {
-    int static_shared = 0;
-    d.check(d.cuFuncGetAttribute(&static_shared, cu::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
-            "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+  // Shared memory above 48 KB, dynamic and static together (a CUDA C++ or TileLang kernel has both), must be
+  // opted into, once per function (as Triton does).
+  int static_shared = 0;
+  d.check(d.cuFuncGetAttribute(&static_shared, cu::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+          "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+  if (binary_.shared_mem + static_shared > info.max_shared_optin) {
+    fail(ErrorKind::Value, "kernel " + binary_.name + " needs " + std::to_string(binary_.shared_mem) +
+                               " bytes of dynamic and " + std::to_string(static_shared) +
+                               " of static shared memory; device " + std::to_string(device) + " allows " +
+                               std::to_string(info.max_shared_optin) + " in all");
+  }
+  if (binary_.shared_mem + static_shared > 49152) {
     d.check(d.cuFuncSetCacheConfig(f, cu::CU_FUNC_CACHE_PREFER_SHARED), "cuFuncSetCacheConfig");
     d.check(d.cuFuncSetAttribute(f, cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                  info.max_shared_optin - static_shared),
