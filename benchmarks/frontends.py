@@ -18,8 +18,11 @@ call at a large one, CUDA events):
   TileLang GEMM rows (the TileLang example is a matrix product; float16 (M, K) @ (K, N), host shape 64^3,
   GPU shape 4096^3), each against a GEMM through the Triton frontend:
   TileLang, torch_tile     torch.ops.tile.matmul_tilelang (torch_tile/kernels/matmul_tilelang.py)
-  TileLang, own executor   the same JITKernel called outside any op (TileLang's tvm-ffi executor), as a
-                           TileLang user calls it
+  TileLang, own executor (tvm-ffi)   the same JITKernel called outside any op, as a TileLang user calls it
+                           (TileLang's default execution backend, its host code compiled by TVM)
+  TileLang, own executor (nvrtc, Python)   the same kernel compiled with execution_backend="nvrtc", whose
+                           launcher is Python (cuda-python's cuLaunchKernelEx)
+  TileLang, own executor (cython)   the same with execution_backend="cython" (a compiled C++ wrapper)
   triton GEMM, torch_tile  torch.ops.tile.matmul (the Triton frontend's GEMM op, same inputs)
 
   <op> (driver floor)      the op's last launch replayed with bare cuLaunchKernelEx from C++, each with an
@@ -33,7 +36,8 @@ its compiler failing on this machine) is reported as missing, with why. With
 $TORCH_TILE_CUTILE_BUNDLE (dev/cutile_bundle.py) the cuTile op's variants
 come from that bundle. Targets: each frontend's op through torch_tile within
 1.1x of the Triton op's host time, and >= 2x faster than that frontend's own
-Python launch; the TileLang op's GPU time that of TileLang's executor (the same cubin). Needs a CUDA GPU.
+Python launch (TileLang: its Python executor; the other executors' ratios are reported); the TileLang op's GPU
+time that of TileLang's executor (the same cubin). Needs a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -138,15 +142,32 @@ def cutile_launchers() -> tuple[dict, dict]:
     return {"cuTile, torch_tile": softmax_cutile.softmax_cutile, "cuTile, ct.launch": own_launch}, {}
 
 
+TILELANG_EXECUTORS = {"tvm-ffi": "tvm_ffi", "nvrtc, Python": "nvrtc", "cython": "cython"}
+
+
+def _why(e: Exception) -> str:
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1][:200]}"
+
+
 def tilelang_launchers() -> tuple[dict, dict]:
     """The GEMM rows (name -> fn(a, b)) that can run here, and why the others cannot."""
-    names = ("TileLang, torch_tile", "TileLang, own executor")
     try:
+        import tilelang
+
         from torch_tile.kernels import matmul_tilelang
-        kernel = matmul_tilelang.gemm_kernel()
+        matmul_tilelang.gemm_kernel()
     except Exception as e:  # noqa: BLE001 - no tilelang, or its compile failing here: reported as missing rows
-        return {}, {name: f"{type(e).__name__}: {str(e).splitlines()[-1][:200]}" for name in names}
-    return {names[0]: matmul_tilelang.matmul_tilelang, names[1]: kernel, "triton GEMM, torch_tile": K.matmul}, {}
+        return {}, {name: _why(e) for name in ("TileLang, torch_tile", "TileLang, own executors")}
+    rows = {"TileLang, torch_tile": matmul_tilelang.matmul_tilelang, "triton GEMM, torch_tile": K.matmul}
+    missing = {}
+    for label, backend in TILELANG_EXECUTORS.items():
+        name = f"TileLang, own executor ({label})"
+        try:
+            rows[name] = tilelang.compile(matmul_tilelang.gemm_func(), out_idx=[-1], target="cuda",
+                                          execution_backend=backend)
+        except Exception as e:  # noqa: BLE001 - an executor that cannot build here is a missing row, with why
+            missing[name] = _why(e)
+    return rows, missing
 
 
 def _gemm_inputs(n: int) -> tuple:
@@ -188,8 +209,15 @@ def main() -> int:
     gemm, gemm_missing = tilelang_launchers()
     missing.update(gemm_missing)
     gemm_small, gemm_large = _gemm_inputs(64), _gemm_inputs(4096)
-    for name, fn in gemm.items():  # every GEMM computes the same product
-        torch.testing.assert_close(fn(*gemm_small), gemm_small[0] @ gemm_small[1], atol=2e-2, rtol=2e-2,
+    for name, fn in list(gemm.items()):  # every GEMM computes the same product
+        try:
+            got = fn(*gemm_small)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - an executor that cannot run here is a missing row, with why
+            missing[name] = _why(e)
+            del gemm[name]
+            continue
+        torch.testing.assert_close(got, gemm_small[0] @ gemm_small[1], atol=2e-2, rtol=2e-2,
                                    msg=lambda m, name=name: f"{name}: {m}")
     for name, fn in launchers.items():  # every launcher computes the same softmax
         torch.testing.assert_close(fn(small), reference, atol=1e-6, rtol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
@@ -235,15 +263,22 @@ def main() -> int:
         ratios["cutile_own_over_cutile_op"] = host["cuTile, ct.launch"] / host["cuTile, torch_tile"]
         targets["cuTile op >= 2x faster than ct.launch"] = ratios["cutile_own_over_cutile_op"] >= 2.0
     if "TileLang, torch_tile" in host:
-        ratios["tilelang_op_over_triton_gemm_op"] = host["TileLang, torch_tile"] / host["triton GEMM, torch_tile"]
-        ratios["tilelang_own_over_tilelang_op"] = host["TileLang, own executor"] / host["TileLang, torch_tile"]
-        ratios["tilelang_op_gpu_over_own_gpu"] = gpu["TileLang, torch_tile"] / gpu["TileLang, own executor"]
+        op_host = host["TileLang, torch_tile"]
+        ratios["tilelang_op_over_triton_gemm_op"] = op_host / host["triton GEMM, torch_tile"]
         within = ratios["tilelang_op_over_triton_gemm_op"] <= 1.1
         targets["TileLang op within 1.1x of the Triton GEMM op (host)"] = within
-        targets["TileLang op >= 2x faster than TileLang's executor"] = ratios["tilelang_own_over_tilelang_op"] >= 2.0
-        # The same cubin: equal GPU time up to the noise of CUDA events (within 3%).
-        equal = abs(ratios["tilelang_op_gpu_over_own_gpu"] - 1) <= 0.03
-        targets["TileLang op GPU time equal to its executor's"] = equal
+        for label, backend in TILELANG_EXECUTORS.items():
+            name = f"TileLang, own executor ({label})"
+            if name in host:
+                ratios[f"tilelang_{backend}_over_tilelang_op"] = host[name] / op_host
+                ratios[f"tilelang_op_gpu_over_{backend}_gpu"] = gpu["TileLang, torch_tile"] / gpu[name]
+        if "tilelang_nvrtc_over_tilelang_op" in ratios:
+            targets["TileLang op >= 2x faster than TileLang's Python executor"] = \
+                ratios["tilelang_nvrtc_over_tilelang_op"] >= 2.0
+        if "tilelang_op_gpu_over_tvm_ffi_gpu" in ratios:
+            # The same cubin as TileLang's default executor: equal GPU time up to CUDA events' noise (3%).
+            targets["TileLang op GPU time equal to its executor's"] = \
+                abs(ratios["tilelang_op_gpu_over_tvm_ffi_gpu"] - 1) <= 0.03
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
               "host_shape": [args.rows, args.cols], "gpu_shape": list(large.shape),
               "gemm_host_shape": list(gemm_small[0].shape), "gemm_gpu_shape": list(gemm_large[0].shape),
@@ -252,11 +287,11 @@ def main() -> int:
               "phases_ns": phases, "gpu_us": gpu,
               "gpu_us_host_shape": gpu_small,
               "ratios": ratios, "targets_met": targets, "missing": missing}
-    print(f"{'softmax':28s} {'host µs/call':>13s} {'median':>8s} {'worst':>8s} {'GPU µs, same':>13s} "
+    print(f"{'row':40s} {'host µs/call':>13s} {'median':>8s} {'worst':>8s} {'GPU µs, same':>13s} "
           f"{'GPU µs, large':>14s}")
     for name in [*launchers, *gemm]:
         r = host_rounds[name]
-        print(f"{name:28s} {host[name]:13.2f} {r['median']:8.2f} {r['worst']:8.2f} {gpu_small[name]:13.2f} "
+        print(f"{name:40s} {host[name]:13.2f} {r['median']:8.2f} {r['worst']:8.2f} {gpu_small[name]:13.2f} "
               f"{gpu[name]:14.2f}")
     for name in floors:
         r = host_rounds[name]

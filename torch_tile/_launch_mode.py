@@ -11,6 +11,7 @@ untouched); a kernel object of torch_tile's own (``CudaKernel``) asks ``current_
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from typing import Any, Callable, Iterator, Optional
 
@@ -50,6 +51,29 @@ def add_routing(route: Callable[[bool], None]) -> None:
         _routings.append(route)
         if _patch_depth:
             route(True)
+
+
+def attribute_routing(module: str, owner: Callable[[Any], Any], attribute: str,
+                      router: Callable[[Any], Any]) -> Callable[[bool], None]:
+    """A routing for ``add_routing``: while bodies run, ``owner(sys.modules[module]).<attribute>`` (a language's
+    launch function, or its kernel class's ``__call__``) is ``router(original)``; only where the program imported
+    ``module`` (nothing is imported here; a module imported late is routed from the next body on)."""
+    original = None
+
+    def route(on: bool) -> None:
+        nonlocal original
+        imported = sys.modules.get(module)
+        if imported is None:
+            return
+        target = owner(imported)
+        if on and original is None:
+            original = getattr(target, attribute)
+            setattr(target, attribute, router(original))
+        elif not on and original is not None:
+            setattr(target, attribute, original)
+            original = None
+
+    return route
 
 
 def _route(on: bool) -> None:

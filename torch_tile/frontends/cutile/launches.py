@@ -4,12 +4,9 @@ that imports it late is routed from the next body on."""
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Optional
+from typing import Optional
 
-from ..._launch_mode import LaunchMode, add_routing, current_mode
-
-_cutile_original: Optional[Any] = None  # cuda.tile.launch while bodies run, if cuda.tile is imported
+from ..._launch_mode import LaunchMode, add_routing, attribute_routing, current_mode
 
 
 def _cutile_router(original):
@@ -22,16 +19,4 @@ def _cutile_router(original):
     return launch
 
 
-def route(on: bool) -> None:
-    """Routes ``cuda.tile.launch`` (only where the program imported cuda.tile: nothing is imported here)."""
-    global _cutile_original
-    ct = sys.modules.get("cuda.tile")
-    if on and ct is not None and _cutile_original is None:
-        _cutile_original = ct.launch
-        ct.launch = _cutile_router(_cutile_original)
-    elif not on and _cutile_original is not None:
-        ct.launch = _cutile_original
-        _cutile_original = None
-
-
-add_routing(route)
+add_routing(attribute_routing("cuda.tile", lambda ct: ct, "launch", _cutile_router))

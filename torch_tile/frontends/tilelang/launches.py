@@ -8,18 +8,16 @@ and the mode gets every parameter."""
 
 from __future__ import annotations
 
-import sys
+import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
 
 from ..._errors import CallError
-from ..._launch_mode import LaunchMode, add_routing, current_mode
+from ..._launch_mode import LaunchMode, add_routing, attribute_routing, current_mode
 from ...trace.expr import sym_max, sym_min
 from .lowering import BufferParam, ScalarParam, Signature, evaluate, lowering, signature
-
-_original_call: Optional[Any] = None  # JITKernel.__call__ while bodies run, if tilelang is imported
 
 
 def _the_op(mode: LaunchMode) -> str:
@@ -93,12 +91,14 @@ def bind_symbols(sig: Signature, values: list, mode: Optional[LaunchMode]) -> di
             refuse(f"parameter {p.name} must have {len(p.shape)} dimensions, got {t.dim()}")
     min_max = (sym_min, sym_max)
 
-    def check_or_bind(p: BufferParam, what: str, j: int, declared, actual) -> None:
+    def check_or_bind(p: BufferParam, what: str, j: int, declared, actual, size_one_passes: bool = False) -> None:
+        """``actual`` binds ``declared`` (an unbound symbol) or must equal it; a stride of a dimension of one
+        element may be anything (TileLang's check), asked second so that the common call guards on the stride."""
         if type(declared).__name__ in ("Var", "SizeVar") and declared.name not in symbols:
             symbols[declared.name] = actual
             return
         expected = evaluate(declared, symbols, min_max)
-        if not bool(actual == expected):
+        if not bool(actual == expected) and not (size_one_passes and bool(values[p.index].shape[j] == 1)):
             refuse(f"parameter {p.name}: {what}[{j}] must be {expected} (`{declared}`), got {actual}")
 
     for p in buffers:
@@ -106,17 +106,10 @@ def bind_symbols(sig: Signature, values: list, mode: Optional[LaunchMode]) -> di
             check_or_bind(p, "size", j, declared, values[p.index].shape[j])
     for p in buffers:
         t = values[p.index]
-        if p.strides:
-            for j, declared in enumerate(p.strides):
-                if not bool(t.shape[j] == 1):  # a dimension of one element has any stride (TileLang's check)
-                    check_or_bind(p, "stride", j, declared, t.stride(j))
-        else:
-            expected = 1
-            for j in reversed(range(t.dim())):
-                if not bool(t.stride(j) == expected) and not bool(t.shape[j] == 1):
-                    refuse(f"parameter {p.name} must be contiguous (row-major), got strides {tuple(t.stride())} "
-                           f"for sizes {tuple(t.shape)}: pass .contiguous()")
-                expected = expected * t.shape[j]
+        # A buffer declared without strides is row-major: its strides are products of its declared sizes.
+        strides = p.strides or [math.prod(p.shape[j + 1:]) for j in range(len(p.shape))]
+        for j, declared in enumerate(strides):
+            check_or_bind(p, "stride", j, declared, t.stride(j), size_one_passes=True)
     return symbols
 
 
@@ -143,19 +136,4 @@ def _router(original):
     return __call__
 
 
-def route(on: bool) -> None:
-    """Routes ``JITKernel.__call__`` (only where the program imported tilelang: nothing is imported here)."""
-    global _original_call
-    module = sys.modules.get("tilelang.jit.kernel")
-    if module is None:
-        return
-    cls = module.JITKernel
-    if on and _original_call is None:
-        _original_call = cls.__call__
-        cls.__call__ = _router(_original_call)
-    elif not on and _original_call is not None:
-        cls.__call__ = _original_call
-        _original_call = None
-
-
-add_routing(route)
+add_routing(attribute_routing("tilelang.jit.kernel", lambda module: module.JITKernel, "__call__", _router))
