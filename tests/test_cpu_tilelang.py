@@ -126,3 +126,15 @@ def test_jit_kernel_calls_are_routed_only_while_bodies_run():
     assert JITKernel.__call__ is original
     with pytest.raises(NotImplementedError, match="cannot run on CPU tensors"):
         torch.ops.tilelang_test.add_row_index(torch.zeros(3, 64, dtype=torch.float16))
+
+
+def test_a_jit_factory_called_with_sizes_compiles_a_kernel_per_size():
+    # TileLang compiles a factory's kernel per argument tuple: the sizes passed become constants of the plan.
+    for shape in ((4, 200), (6, 200), (4, 200)):
+        _C.variant_keys("tilelang_test::scale_rows", (torch.zeros(shape),), {})
+    plans = _C.plans_of("tilelang_test::scale_rows")
+    assert len(plans) == 2
+    assert {"x.size(0) == 4", "x.size(1) == 200"} <= {g.text for g in plans[0].guards}
+    assert [e.text for e in plans[0].launches[0].grid] == ["4", "2", "1"]
+    # The factory's own cache made one kernel per size, as a TileLang user's calls would.
+    assert len(cases.scale_rows_factory._kernel_cache) == 2

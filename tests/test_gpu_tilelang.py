@@ -56,6 +56,12 @@ def test_a_pointer_kernel_with_a_float_scalar():
     torch.testing.assert_close(torch.ops.tilelang_test.add_row_index(x), x + rows)
 
 
+def test_a_jit_factory_called_with_sizes_in_the_body():
+    for shape in ((4, 200), (33, 1000)):
+        x = torch.randn(shape, device="cuda")
+        torch.testing.assert_close(torch.ops.tilelang_test.scale_rows(x), x * 2.0)
+
+
 def test_a_cuda_graph_replays_the_op():
     a, b = _inputs(256, 512, 256)
     torch.ops.tile.matmul_tilelang(a, b)

@@ -69,3 +69,23 @@ def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
 @tt.op("tilelang_test::add_row_index")
 def add_row_index(x: torch.Tensor) -> torch.Tensor:
     return rows_kernel()(x)
+
+
+@tilelang.jit(out_idx=[-1], target=default_target())
+def scale_rows_factory(rows: int, cols: int, block: int = 128):
+    """A ``@tilelang.jit`` factory as TileLang's examples write them: static sizes, one kernel per tuple."""
+
+    @T.prim_func
+    def scale_rows(X: T.Tensor((rows, cols), T.float32), Out: T.Tensor((rows, cols), T.float32)):
+        with T.Kernel(rows, T.ceildiv(cols, block), threads=block) as (r, c):
+            for j in T.Parallel(block):
+                if c * block + j < cols:
+                    Out[r, c * block + j] = X[r, c * block + j] * 2.0
+
+    return scale_rows
+
+
+@tt.op("tilelang_test::scale_rows")
+def scale_rows(x: torch.Tensor) -> torch.Tensor:
+    rows, cols = x.shape
+    return scale_rows_factory(rows, cols)(x)

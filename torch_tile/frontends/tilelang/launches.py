@@ -16,7 +16,8 @@ import torch
 
 from ..._errors import CallError
 from ..._launch_mode import LaunchMode, add_routing, attribute_routing, current_mode
-from ...trace.expr import sym_max, sym_min
+from ...trace.expr import SymbolicInt, sym_max, sym_min
+from ...trace.stand_ins import SymbolicFloat
 from .lowering import BufferParam, ScalarParam, Signature, evaluate, lowering, signature
 
 
@@ -136,4 +137,31 @@ def _router(original):
     return __call__
 
 
+def _constant(value: Any) -> Any:
+    """A value passed to a ``@tilelang.jit`` factory as TileLang compiles it: a constant, so a size (a trace's
+    stand-in, a fake tensor's SymInt) is specialised (guarded on its value) and each value gets its kernel, as
+    TileLang compiles one per distinct argument tuple."""
+    if isinstance(value, SymbolicInt):
+        return bool(value.specialize()) if value.is_bool else value.specialize()
+    if isinstance(value, SymbolicFloat):
+        return value.specialize()
+    for symbolic, concrete in ((torch.SymInt, int), (torch.SymFloat, float), (torch.SymBool, bool)):
+        if isinstance(value, symbolic):  # specialised by its ShapeEnv
+            return concrete(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_constant(v) for v in value)
+    return value
+
+
+def _factory_router(original):
+    """``factory(M, N, K, ...)`` of a ``@tilelang.jit`` factory in a body: TileLang's own call (its kernel cache, its
+    compile on a miss) on the arguments made constants; the ``JITKernel`` it returns is then called and recorded."""
+    def __call__(self, *args, **kwargs):
+        if current_mode() is None:
+            return original(self, *args, **kwargs)
+        return original(self, *_constant(args), **{k: _constant(v) for k, v in kwargs.items()})
+    return __call__
+
+
 add_routing(attribute_routing("tilelang.jit.kernel", lambda module: module.JITKernel, "__call__", _router))
+add_routing(attribute_routing("tilelang.jit", lambda module: module.JITImpl, "__call__", _factory_router))
