@@ -106,7 +106,7 @@ py::tuple failed_load_modules(int device) {
     KernelBinary binary;
     binary.name = "probe";
     binary.cubin = "not a cubin";
-    binary.shared_mem = 64 * 1024;  // above 48 KB: load queries the function's static shared memory
+    binary.shared_mem = 64 * 1024;  // load queries the function's static shared memory, which fails here
     CompiledKernel kernel(std::move(binary), 90);
     try {
       kernel.function(device);
@@ -128,6 +128,11 @@ std::vector<size_t> g_kernel_param_sizes;  // what the fake driver's cuFuncGetPa
 std::string param_check_message(const std::vector<size_t>& kernel_sizes, const std::vector<int>& declared, int device) {
   static CudaDriver fake = [] {
     CudaDriver d = fake_driver();
+    d.cuFuncGetAttribute = [](int* value, int attribute, cu::CUfunction) {  // no static shared memory
+      if (attribute != cu::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) return cu::CUresult(1);  // the others unknown
+      *value = 0;
+      return cu::CUDA_SUCCESS;
+    };
     d.cuFuncGetParamInfo = [](cu::CUfunction, size_t i, size_t* offset, size_t* size) {
       if (i >= g_kernel_param_sizes.size()) return cu::CUresult(1);  // CUDA_ERROR_INVALID_VALUE: no such parameter
       *offset = 0;
