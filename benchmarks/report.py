@@ -23,8 +23,8 @@ DEFAULT_OUT = os.path.join(ROOT, "docs", "BENCHMARKS.md")
 ABOUT = {
     "launch_overhead": "host µs per call of a 1K-element fp32 add through each launch path, rows interleaved in one "
                        "process",
-    "frontends": "host µs per call of the same softmax written in Triton, CUDA C++ and cuTile, as tile ops and "
-                 "through each language's own launcher",
+    "frontends": "host µs per call of the same softmax written in Triton, CUDA C++ and cuTile, and of TileLang's "
+                 "GEMM, as tile ops and through each language's own launcher or executor",
     "kernels": "GPU µs per call of the Hopper example kernels (TMA matmul, PDL layer norm, cooperative sum) "
                "against Triton's launcher and torch",
     "training_step": "ms per step of the tiny transformer (examples/train_tiny_transformer.py) in each mode",
