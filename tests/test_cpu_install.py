@@ -27,7 +27,7 @@ def test_info_reports_this_installation_from_any_directory():
     assert facts["built_with_torch"] == _extension.built_with()
     assert facts["gpu"] is None if not torch.cuda.is_available() else facts["gpu"]["count"] >= 1
     assert facts["cache"]["directory"] == torch_tile.cache.info()["directory"]
-    assert set(facts["frontends"]) == {"triton", "cuda", "cutile"}
+    assert set(facts["frontends"]) == {"triton", "cuda", "cutile", "tilelang"}
     text = subprocess.run([sys.executable, "-m", "torch_tile.info"], cwd=os.path.abspath(os.sep), env=env,
                           capture_output=True, text=True, timeout=120, check=True).stdout
     assert f"torch_tile         {torch_tile.__version__}" in text and "frontend cuda" in text

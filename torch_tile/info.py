@@ -39,13 +39,15 @@ def _nvrtc() -> str:
         return f"unavailable ({type(e).__name__}: {str(e).splitlines()[0]})"
 
 
-def _cutile() -> str:
-    if importlib.util.find_spec("cuda") is None or importlib.util.find_spec("cuda.tile") is None:
-        return "not installed (pip install cuda-tile[tileiras])"
+def _optional(module: str, distribution: str, install: str) -> str:
+    """An optional frontend's language package: its version, or how to install it (nothing is imported)."""
+    parent = module.split(".")[0]
+    if importlib.util.find_spec(parent) is None or importlib.util.find_spec(module) is None:
+        return f"not installed ({install})"
     try:
-        return f"cuda-tile {importlib.metadata.version('cuda-tile')}"
+        return f"{distribution} {importlib.metadata.version(distribution)}"
     except importlib.metadata.PackageNotFoundError:
-        return "cuda.tile (version unknown)"
+        return f"{module} (version unknown)"
 
 
 def info() -> dict:
@@ -61,7 +63,9 @@ def info() -> dict:
         "python": platform.python_version(),
         "gpu": _gpu(),
         "cache": cache.info(),
-        "frontends": {"triton": f"triton {triton.__version__}", "cuda": _nvrtc(), "cutile": _cutile()},
+        "frontends": {"triton": f"triton {triton.__version__}", "cuda": _nvrtc(),
+                      "cutile": _optional("cuda.tile", "cuda-tile", "pip install cuda-tile[tileiras]"),
+                      "tilelang": _optional("tilelang", "tilelang", "pip install tilelang==0.1.15")},
     }
 
 
