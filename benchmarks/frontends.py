@@ -122,6 +122,10 @@ class CtypesLaunch:
         return out
 
 
+def _why(e: Exception) -> str:
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1][:200]}"
+
+
 def cutile_launchers() -> tuple[dict, dict]:
     """The cuTile rows that can run here, and why the others cannot."""
     try:
@@ -143,10 +147,6 @@ def cutile_launchers() -> tuple[dict, dict]:
 
 
 TILELANG_EXECUTORS = {"tvm-ffi": "tvm_ffi", "nvrtc, Python": "nvrtc", "cython": "cython"}
-
-
-def _why(e: Exception) -> str:
-    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1][:200]}"
 
 
 def tilelang_launchers() -> tuple[dict, dict]:
@@ -204,7 +204,7 @@ def main() -> int:
             torch.cuda.synchronize()
             launchers[name] = fn
         except Exception as e:  # noqa: BLE001 - reported as a missing row, with why
-            missing[name] = f"{type(e).__name__}: {str(e).splitlines()[-1][:200]}"
+            missing[name] = _why(e)
     large_launchers = dict(launchers, **{"cuda C++, ctypes launch": CtypesLaunch(large)})
     gemm, gemm_missing = tilelang_launchers()
     missing.update(gemm_missing)

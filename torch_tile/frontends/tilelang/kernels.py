@@ -13,12 +13,11 @@ import torch
 from ... import _C, _cubin, _disk_cache, _interpreter_exit
 from ..._version import __version__
 from .. import KernelRegistry, plain_launch_metadata, stable_id
-from .lowering import BufferParam, DeviceKernel, arch_capability, lowering, signature
+from .lowering import BufferParam, DeviceKernel, arch_capability, lowering, once_per_kernel, signature
 
 FRONTEND = "tilelang"
 ENTRY_VERSION = 1  # part of every disk-cache key: a new entry layout ignores older entries
 REGISTRY = KernelRegistry(FRONTEND)
-INSTALL_HINT = "pip install torch_tile[tilelang] (tilelang and nvcc, which TileLang compiles with)"
 
 # TVM scalar dtypes -> the runtime's parameter types (Triton's names).
 _SCALAR_TYPES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
@@ -37,7 +36,7 @@ class TileLangLaunchConfig:
     index: int  # its device kernel, in launch order
 
 
-_kernel_ids: dict[tuple[int, int], int] = {}  # (id(JITKernel), device kernel) -> its stable id
+_kernel_ids: dict[tuple, tuple[Any, int]] = {}  # (id(JITKernel), device kernel) -> (the kernel, its stable id)
 
 
 def _version() -> str:
@@ -53,15 +52,12 @@ def _compile_options(kernel) -> list:
 def kernel_id(kernel, index: int) -> int:
     """The stable id of ``kernel``'s device kernel ``index``: TileLang's version, the lowered source, the compile
     options and the entry point (registered with C++ on first use)."""
-    key = (id(kernel), index)  # the lowering's cache keeps the kernel: its id is never another's
-    kid = _kernel_ids.get(key)
-    if kid is None:
+    def make() -> int:
         low = lowering(kernel)
         name = low.kernels[index].name
-        kid = REGISTRY.kernel(stable_id("tilelang kernel", _version(), low.source, _compile_options(kernel), name),
-                              kernel, name)
-        _kernel_ids[key] = kid
-    return kid
+        return REGISTRY.kernel(stable_id("tilelang kernel", _version(), low.source, _compile_options(kernel), name),
+                               kernel, name)
+    return once_per_kernel(_kernel_ids, kernel, make, index)
 
 
 def config_id(kernel, index: int, kid: int) -> int:
@@ -71,7 +67,7 @@ def config_id(kernel, index: int, kid: int) -> int:
                               TileLangLaunchConfig(kernel, index))
 
 
-def param_types(kernel, dk: DeviceKernel) -> list[str]:
+def param_types(dk: DeviceKernel) -> list[str]:
     types = []
     for p in dk.params:
         if p.kind == "tensormap":
@@ -123,7 +119,7 @@ def variant_metadata(config: TileLangLaunchConfig, capability: int) -> dict:
         return None
 
     _, cubin = _disk_cache.active().get_or_build(key, build, validate=validate)
-    meta = plain_launch_metadata(dk.name, cubin, tuple(int(b) for b in dk.block), dk.shared, param_types(kernel, dk))
+    meta = plain_launch_metadata(dk.name, cubin, tuple(int(b) for b in dk.block), dk.shared, param_types(dk))
     meta.update(launch_pdl=dk.pdl, launch_cooperative_grid=dk.cooperative, tensor_maps=tensor_maps(kernel, dk))
     return meta
 

@@ -26,19 +26,20 @@ def _the_op(mode: LaunchMode) -> str:
     return getattr(op, "qualname", "torch_tile op")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DeviceKernelLaunch:
     """One device kernel of a ``JITKernel``'s call (TileLang may lower a function to several, launched in order):
     what a recording mode is handed, once per device kernel."""
 
     kernel: Any  # the JITKernel
     index: int  # into its lowering's kernels
+    symbols: dict  # symbol name -> value, as the call bound them (``bind_call``)
 
 
-def bind_call(sig: Signature, args: tuple, mode: Optional[LaunchMode]) -> list:
+def bind_call(sig: Signature, args: tuple, mode: Optional[LaunchMode]) -> tuple[list, dict]:
     """Every parameter's value in PrimFunc order, the outputs allocated, of a call with the non-output arguments
-    ``args``. A call TileLang would refuse (count, dtype, rank, a size or stride that is not the declared one) is a
-    CallError naming the op, kernel, parameter, expected and got."""
+    ``args``, and the symbols they bind. A call TileLang would refuse (count, dtype, rank, a size or stride that is
+    not the declared one) is a CallError naming the op, kernel, parameter, expected and got."""
     inputs = [p for p in sig.params if p.index not in sig.out_idx]
     if len(args) != len(inputs):
         allocated = [p.name for p in sig.params if p.index in sig.out_idx]
@@ -61,7 +62,7 @@ def bind_call(sig: Signature, args: tuple, mode: Optional[LaunchMode]) -> list:
         if device is None:  # no tensor input: TileLang's current device
             device = torch.device("cuda", torch.cuda.current_device())
         values[i] = torch.empty(shape, dtype=p.dtype, device=device)
-    return values
+    return values, symbols
 
 
 def _refuse(sig: Signature, mode: Optional[LaunchMode], message: str):
@@ -124,10 +125,11 @@ def _router(original):
                             "bodies call TileLang kernels with positional arguments (the op launches on the "
                             "current torch stream)")
         sig = signature(self)
-        values = tuple(bind_call(sig, args, mode))
+        values, symbols = bind_call(sig, args, mode)
+        values = tuple(values)
         if mode.records:  # each device kernel a launch of its own
             for i in range(len(lowering(self).kernels)):
-                mode.launch(DeviceKernelLaunch(self, i), None, values, {})
+                mode.launch(DeviceKernelLaunch(self, i, symbols), None, values, {})
         else:
             mode.launch(self, None, values, {})
         outputs = [values[i] for i in sig.out_idx]

@@ -92,10 +92,22 @@ class Lowering:
     kernels: tuple  # DeviceKernel, in launch order
 
 
-# id(kernel) -> (kernel, what was read of it): the kernel is kept, so an id is never another kernel's.
+# (id(kernel), ...) -> (kernel, what was read of it): the kernel is kept, so an id is never another kernel's.
 _lock = _process_locks.lock()
-_signatures: dict[int, tuple[Any, Signature]] = {}
-_lowerings: dict[int, tuple[Any, Lowering]] = {}
+_signatures: dict[tuple, tuple[Any, Signature]] = {}
+_lowerings: dict[tuple, tuple[Any, Lowering]] = {}
+
+
+def once_per_kernel(cache: dict, kernel: Any, make: Callable[[], Any], *key: Any) -> Any:
+    """``make()`` the first time ``kernel`` (and ``key``) is asked for in ``cache``, which keeps the kernel alive."""
+    full_key = (id(kernel), *key)
+    with _lock:
+        known = cache.get(full_key)
+    if known is not None:
+        return known[1]
+    result = make()
+    with _lock:
+        return cache.setdefault(full_key, (kernel, result))[1]
 
 
 def _tvm():
@@ -111,14 +123,7 @@ def torch_dtype(tvm_dtype: str) -> torch.dtype:
 
 def signature(kernel) -> Signature:
     """``kernel``'s parameters and outputs (once per kernel object)."""
-    with _lock:
-        known = _signatures.get(id(kernel))
-    if known is not None:
-        return known[1]
-    result = _signature(kernel)
-    with _lock:
-        _signatures.setdefault(id(kernel), (kernel, result))
-    return result
+    return once_per_kernel(_signatures, kernel, lambda: _signature(kernel))
 
 
 def _signature(kernel) -> Signature:
@@ -142,17 +147,19 @@ def _fold(op: Callable) -> Callable:
     return lambda e, ev: op(ev(e.a), ev(e.b))
 
 
+# TVM's Div and Mod are C's truncation, which TileLang emits only on non-negative operands (sizes), where it is
+# floor division.
 _BINARY = {
     "Add": _fold(lambda a, b: a + b), "Sub": _fold(lambda a, b: a - b), "Mul": _fold(lambda a, b: a * b),
     "FloorDiv": _fold(lambda a, b: a // b), "FloorMod": _fold(lambda a, b: a % b),
+    "Div": _fold(lambda a, b: a // b), "Mod": _fold(lambda a, b: a % b),
 }
 
 
 def evaluate(expr: Expr, values: dict, min_max: tuple[Callable, Callable] = (min, max)) -> Any:
     """``expr`` (a TVM integer expression) on ``values`` (symbol name -> int or SymbolicInt): the same arithmetic on
-    the tracer's stand-ins records plan expressions. ``Div``/``Mod`` are C's truncation, which TileLang emits only
-    on non-negative operands (sizes), where it is floor division. A KeyError names an unbound symbol; a
-    NotImplementedError an expression of another kind."""
+    the tracer's stand-ins records plan expressions. A KeyError names an unbound symbol; a NotImplementedError an
+    expression of another kind."""
     kind = type(expr).__name__
 
     def ev(e):
@@ -166,10 +173,6 @@ def evaluate(expr: Expr, values: dict, min_max: tuple[Callable, Callable] = (min
         return values[expr.name]
     if kind in _BINARY:
         return _BINARY[kind](expr, ev)
-    if kind == "Div":
-        return ev(expr.a) // ev(expr.b)
-    if kind == "Mod":
-        return ev(expr.a) % ev(expr.b)
     if kind == "Min":
         return min_max[0](ev(expr.a), ev(expr.b))
     if kind == "Max":
@@ -181,23 +184,18 @@ def evaluate(expr: Expr, values: dict, min_max: tuple[Callable, Callable] = (min
 
 # -- lowering ------------------------------------------------------------------------------------------------------
 
-
-
 def lowering(kernel) -> Lowering:
     """``kernel`` lowered as TileLang lowers it for its own execution (same PrimFunc, target and pass configs:
     the same device source), once per kernel object."""
-    with _lock:
-        known = _lowerings.get(id(kernel))
-    if known is not None:
-        return known[1]
+    return once_per_kernel(_lowerings, kernel, lambda: _lower(kernel))
+
+
+def _lower(kernel) -> Lowering:
     import tilelang
     tvm = _tvm()
     with tvm.transform.PassContext(opt_level=3, config=dict(kernel.pass_configs or {})), kernel.target:
         artifact = tilelang.lower(kernel.prim_func, target=kernel.target)
-    result = _read(artifact, kernel.target)
-    with _lock:
-        _lowerings.setdefault(id(kernel), (kernel, result))
-    return result
+    return _read(artifact, kernel.target)
 
 
 def _host_calls(host_func) -> list:
@@ -255,8 +253,7 @@ def _read(artifact, target) -> Lowering:
             name=name, params=tuple(params), grid=grid, block=block,
             shared=int(attrs["dyn_shared_memory_buf"]) if "dyn_shared_memory_buf" in attrs else 0,
             cluster=tuple(int(c) for c in cluster) if cluster is not None else None,
-            cooperative=bool(attrs.get("use_cooperative_groups", False)) if "use_cooperative_groups" in attrs
-            else False,
+            cooperative="use_cooperative_groups" in attrs and bool(attrs["use_cooperative_groups"]),
             pdl="has_cuda_pdl_sync" in attrs))
     return Lowering(source=artifact.kernel_source, target=target, kernels=tuple(kernels))
 
@@ -266,4 +263,3 @@ def arch_capability(target) -> Optional[int]:
     arch = str(target.attrs.get("arch", "")) if hasattr(target, "attrs") else ""
     digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
     return int(digits) if arch.startswith("sm_") and digits else None
-

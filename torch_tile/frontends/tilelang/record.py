@@ -3,7 +3,7 @@ kernel parameter, as TileLang's lowering passes it, a pointer binding (a buffer'
 binding (the buffer's tensor with the descriptor's global sizes and strides, which TileLang derives from the
 buffer: expressions over the call's sizes) or a symbol's value; the grid as TileLang's thread extents over the
 symbols. Nothing is specialised per call: TileLang compiled the kernel for its dtypes and static sizes, which
-the call's binding checked (``launches.bind_symbols``)."""
+the call's binding checked (``launches.bind_call``, whose symbols the launch carries)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ...trace.expr import encode_int, sym_max, sym_min
 from ...trace.state import body_location
 from ..launch_record import grid_expressions, value_binding
 from .kernels import config_id, kernel_id
-from .launches import DeviceKernelLaunch, bind_symbols
+from .launches import DeviceKernelLaunch
 from .lowering import BufferParam, DeviceKernel, TensorMapParam, evaluate, lowering, signature
 
 K = _plan.BindingKind
@@ -50,7 +50,7 @@ def record_launch(tracer, launch: DeviceKernelLaunch, grid: Any, values: tuple, 
     kernel = launch.kernel
     sig = signature(kernel)
     dk: DeviceKernel = lowering(kernel).kernels[launch.index]
-    symbols = bind_symbols(sig, list(values), tracer)
+    symbols = launch.symbols
     site = body_location(*tracer.op.sources)
     bindings = []
     for p in dk.params:
