@@ -8,12 +8,13 @@ round (median over rounds), each row on its own arguments built alike:
   library        the entry's body called directly: the library's own launchers
   disable_dynamo the body under torch._disable_dynamo (every Python entry of torch_tile runs under it)
   direct         the body under torch_tile's DirectLaunches() (wrap_triton off, no launch mode)
-  run_body       _fallback.run_body: the two above, the op-naming context and the result's schema check
-  fallback_call  op._fallback_call: run_body, the interpreter-exit bookkeeping, the count and the warn-once check
+  run_body       _fallback.run_body: the two above, the op-naming context and the result's schema check (C++)
+  fallback_call  op._fallback_call: the body as run_body runs it (its result checked by the C++ caller instead), the
+                 interpreter-exit bookkeeping and the count
   torch.ops      the op through the dispatcher: C++ plan selection, then the call into Python
 
 Then, per entry, the op's call split by timing inside it: the dispatcher, plan selection and the Python entry
-("C++ + entry": torch.ops minus the time inside ``run_body``), torch_tile's Python layers around the body, the body
+("C++ + entry": torch.ops minus the time inside ``body_result``), torch_tile's Python layers around the body, the body
 inside the op, and the same body called alone; and the thread's state (dispatch keys, grad and inference mode,
 torch-function and dispatch modes, current stream) inside the body where it differs from outside.
 """
@@ -84,7 +85,7 @@ def _state() -> dict:
 
 
 def split(entry, device, iters: int, rounds: int) -> dict:
-    """µs per call (median of rounds): the op through torch.ops, the time inside ``run_body``, inside the body
+    """µs per call (median of rounds): the op through torch.ops, the time inside ``body_result``, inside the body
     (``op.fn``), and the body called directly on arguments built alike; and the thread's state inside the body
     against outside it, where they differ."""
     op = entry.op()
@@ -95,17 +96,18 @@ def split(entry, device, iters: int, rounds: int) -> dict:
         raise RuntimeError(f"{entry.qualname} does not fall back: nothing to split")
     inside = {"run_body": 0.0, "body": 0.0}
     seen: dict = {}
-    run_body, body = _fallback.run_body, op.fn
+    body_result, body = _fallback.body_result, op.fn
 
-    def timed_run_body(*args, **kwargs):
+    def timed_body_result(*args, **kwargs):
         start = time.perf_counter()
         try:
-            return run_body(*args, **kwargs)
+            return body_result(*args, **kwargs)
         finally:
             inside["run_body"] += time.perf_counter() - start
 
     def timed_body(*args, **kwargs):
-        seen.setdefault("state", _state())
+        if "state" not in seen:
+            seen["state"] = _state()
         start = time.perf_counter()
         try:
             return body(*args, **kwargs)
@@ -113,7 +115,7 @@ def split(entry, device, iters: int, rounds: int) -> dict:
             inside["body"] += time.perf_counter() - start
 
     samples: dict = {k: [] for k in ("torch.ops", "run_body", "body", "library")}
-    _fallback.run_body, op.fn = timed_run_body, timed_body
+    _fallback.body_result, op.fn = timed_body_result, timed_body
     try:
         for _ in range(max(iters // 10, 5)):
             packet(*a)
@@ -125,7 +127,7 @@ def split(entry, device, iters: int, rounds: int) -> dict:
             samples["body"].append(inside["body"] / iters * 1e6)
             samples["library"].append(_synced_seconds(lambda: entry.body(*b), iters) / iters * 1e6)
     finally:
-        _fallback.run_body, op.fn = run_body, body
+        _fallback.body_result, op.fn = body_result, body
     outside = _state()
     differs = {k: (v, outside[k]) for k, v in seen.get("state", {}).items() if v != outside[k]}
     return {**{k: statistics.median(v) for k, v in samples.items()}, "state inside/outside": differs}

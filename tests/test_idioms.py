@@ -300,6 +300,11 @@ def _returns_a_view_of_its_input_past_a_data_read(x: torch.Tensor) -> torch.Tens
     return x[1:] if x.sum().item() > float("-inf") else x.clone()
 
 
+def _returns_two_views_of_one_tensor_past_a_data_read(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = x * 2
+    return (out[:, :3], out[:, 1:]) if x.sum().item() > float("-inf") else (out.clone(), out.clone())
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("body", [_returns_its_input_past_a_data_read, _returns_a_view_of_its_input_past_a_data_read])
 def test_a_fallback_returns_copies_of_its_inputs_and_their_views(device, body):
@@ -307,6 +312,16 @@ def test_a_fallback_returns_copies_of_its_inputs_and_their_views(device, body):
     x = torch.randn(4, device=device)
     out = op(x)
     assert out.data_ptr() != x.data_ptr() and torch.equal(out, body(x)) and out.stride() == body(x).stride()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_fallback_returns_views_of_one_tensor_each_in_its_own_memory(device):
+    op = tt.op(f"{NS}::two_views_past_a_data_read_{device}", _returns_two_views_of_one_tensor_past_a_data_read)
+    x = torch.randn(3, 5, device=device)
+    left, right = op(x)
+    assert _own_memory(left, right, x) and left.stride() == right.stride() == (5, 1)
+    torch.testing.assert_close((left, right), (2 * x[:, :3], 2 * x[:, 1:]))
+    assert op.fallback_calls
 
 
 @triton.jit
@@ -339,8 +354,18 @@ def one_tensor_twice(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return out, out
 
 
+@tt.op(f"{NS}::overlapping_views_of_one_tensor", fallback=False)
+def overlapping_views_of_one_tensor(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = _double_in_place(x.clone())
+    return out[:, :3], out[:, 1:]  # columns 1 and 2 in both
+
+
 def _distinct(*tensors) -> bool:
     return len({t.data_ptr() for t in tensors}) == len(tensors)
+
+
+def _own_memory(*tensors) -> bool:
+    return len({t.untyped_storage().data_ptr() for t in tensors}) == len(tensors)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -358,10 +383,14 @@ def test_outputs_that_are_inputs_views_of_them_or_each_other_are_copies(device):
     first, second = one_tensor_twice(x)
     assert _distinct(first, second, x)
     torch.testing.assert_close((first, second), (2 * x, 2 * x))
+    left, right = overlapping_views_of_one_tensor(x)  # the second a copy of its view's layout, as the fake's
+    assert _own_memory(left, right) and left.stride() == right.stride() == (5, 1)
+    torch.testing.assert_close((left, right), (2 * x[:, :3], 2 * x[:, 1:]))
     with FakeTensorMode():
         fake = torch.empty(3, 5, device=device)
         out, res = writes_and_returns_its_input(fake, fake.clone())
         assert out is not fake and out.shape == fake.shape and writes_and_returns_a_view(fake).stride() == (1, 5)
+        assert [t.stride() for t in overlapping_views_of_one_tensor(fake)] == [(5, 1), (5, 1)]
 
 
 @tt.op(f"{NS}::declared_in_place", schema="(Tensor(a!) x, Tensor(b!) residual) -> (Tensor(a!), Tensor(b!))",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from . import _C
 from .trace.call_arguments import check_call_arguments, flat_arguments
@@ -97,6 +98,15 @@ def typed_as(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return base.view(dtype)
 
 
+def _copy_of_layout(t: torch.Tensor) -> torch.Tensor:
+    """A new tensor of ``t``'s layout, as the CUDA kernel copies such an output (``copy_of_layout`` in
+    csrc/torch/output_allocation.h): its sizes and strides, contiguous where a dimension of stride 0 repeats
+    elements."""
+    if any(guard_or_false(stride == 0) and guard_or_false(size > 1) for size, stride in zip(t.shape, t.stride())):
+        return torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+
+
 def fake_call(op: "TileOp", args: tuple):
     check_call_arguments(op, args)  # the devices, before the stand-ins below become meta tensors
     if not _all_hinted(args):
@@ -151,7 +161,7 @@ def fake_call(op: "TileOp", args: tuple):
         if k < len(declared) and declared[k] == slot:
             pass  # the schema declares this return the argument itself
         elif t is not None and (t._base is not None or slot < first_made or slot in seen):
-            t = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+            t = _copy_of_layout(t)
         seen.add(slot)
         outputs.append(t)
     outputs = tuple(outputs)

@@ -66,11 +66,16 @@ def run_body(op: "TileOp", values: tuple, on_cpu: "bool | None" = None) -> objec
     its own, with a note naming the op. ``on_cpu``: whether the call's tensors are on the CPU (None: look)."""
     if on_cpu is None:
         on_cpu = any(t.device.type == "cpu" for t in flat_arguments(values) if isinstance(t, torch.Tensor))
+    return checked_result(op, values, body_result(op, values, on_cpu))
+
+
+def body_result(op: "TileOp", values: tuple, on_cpu: bool) -> object:
+    """What the body returns for ``values``, unchecked: a fallback call's C++ caller checks it (``checked_result``'s
+    own check, without converting it twice)."""
     # On CPU tensors, as the op's CPU path runs its body: Triton's interpreter launches the kernels.
     with launch_mode(InterpretLaunches(op)) if on_cpu else DirectLaunches(), \
             NamingTheOp(op, "run in Python for this call"):
-        result = op.call_body(values)
-    return checked_result(op, values, result)
+        return op.call_body(values)
 
 
 def _body_frame(op: "TileOp", frames: list) -> "traceback.FrameSummary | None":
@@ -127,43 +132,7 @@ def _caller_level() -> int:
 
 def checked_result(op: "TileOp", values: tuple, result: object) -> object:
     """``result`` as the schema returns it, or an OpDefinitionError: a fallback returns what a native plan would
-    (tensors, as many as the schema declares; see ``own_outputs``)."""
-    def refuse(message: str):
-        raise OpDefinitionError(f"{op.qualname}: {message}")
-
-    if op.returns_list:
-        if not isinstance(result, (list, tuple)):
-            refuse(f"the schema returns Tensor[]; the body returned {type(result).__name__}")
-        outputs = list(result)
-    elif op.num_returns == 0:
-        if result is not None:
-            refuse(f"the schema returns nothing; the body returned {type(result).__name__}")
-        return None
-    else:
-        outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-        if len(outputs) != op.num_returns:
-            refuse(f"the body returned {len(outputs)} value(s); the schema declares {op.num_returns}")
-    for i, out in enumerate(outputs):
-        if not isinstance(out, torch.Tensor):
-            refuse(f"return {i} of the body is {type(out).__name__}, not a Tensor")
-    outputs = own_outputs(op, values, outputs)
-    if op.returns_list:
-        return outputs
-    return outputs[0] if op.num_returns == 1 else tuple(outputs)
-
-
-def own_outputs(op: "TileOp", values: tuple, outputs: list) -> list:
-    """``outputs`` with each that shares memory with an argument (the argument itself, a view of it) or is an
-    earlier output copied (of its layout), as the native path returns them: a body may return what it wrote, as in
-    eager, but unless the schema declares that return an alias of the argument (``op.returned_args``), torch
-    (torch.compile's buffers) takes it for a new tensor."""
-    inputs = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
-    aliased = _C.aliased_outputs(outputs, inputs)
-    declared = op.returned_args if not op.returns_list else ()
-    aliased = [i for i in aliased if not (i < len(declared) and declared[i] >= 0 and outputs[i] is values[declared[i]])]
-    if not aliased:
-        return outputs
-    outputs = list(outputs)
-    for i in aliased:
-        outputs[i] = outputs[i].clone()
-    return outputs
+    (tensors, as many as the schema declares; each whose memory is an argument's, a view of one, or an earlier
+    output's is a copy, of its layout). A body may return what it wrote, as in eager, but unless the schema declares
+    that return an alias of the argument, torch (torch.compile's buffers) takes it for a new tensor."""
+    return _C.checked_result(op.qualname, tuple(values), result)

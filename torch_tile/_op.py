@@ -27,7 +27,7 @@ def _entry(fn: Callable) -> Callable:
 
         def fn(*args, **kwargs):
             return entry(*args, **kwargs)
-    return _interpreter_exit.work(torch._disable_dynamo(fn))
+    return torch._disable_dynamo(_interpreter_exit.work(fn))  # the bookkeeping not traced either
 
 # Every TileOp of this process, by qualname (bundles export by namespace).
 _REGISTRY: dict[str, "TileOp"] = {}
@@ -360,13 +360,16 @@ class TileOp:
     # Called by C++ (GIL held) for calls a fallback plan selects.
     @_entry
     def _fallback_call(self, args: tuple, reason: str) -> object:
-        result = _fallback.run_body(self, self._values(args), on_cpu=False)  # the CUDA kernel's calls
+        # The CUDA kernel's calls: the C++ caller checks the result against the schema.
+        result = _fallback.body_result(self, self._values(args), on_cpu=False)
         self._fell_back(reason)  # after the body ran: its own errors are not a fallback's
         return result
 
     def _fell_back(self, reason: str) -> None:
-        self.fallback_calls[reason] = self.fallback_calls.get(reason, 0) + 1
-        _fallback.warn_once(self, reason)
+        count = self.fallback_calls.get(reason)
+        if count is None:
+            _fallback.warn_once(self, reason)
+        self.fallback_calls[reason] = (count or 0) + 1
 
     @_entry
     def _fake(self, *args, **kwargs):

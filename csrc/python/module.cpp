@@ -18,6 +18,7 @@
 #include "runtime/kernels/kernel_registry.h"
 #include "runtime/plan/plan_serialization.h"
 #include "binary_from_python.h"
+#include "body_result.h"
 #include "bundle_bindings.h"
 #include "fast_caller.h"
 #include "interpreter_exit.h"
@@ -67,12 +68,10 @@ void set_backward(const std::string& qualname, py::object apply_fn) {
   });
 }
 
-// The Python paths (CPU interpreter, fake) check in-place calls as the CUDA kernel does.
-void check_written_python_arguments(const std::string& qualname, const py::tuple& args) {
-  const std::shared_ptr<NativeOp> op = op_named(qualname);
-  if (op->written_args().empty()) return;
-  // Arguments left at their defaults may be absent (they are never tensors).
-  std::vector<c10::IValue> values(op->arg_names().size());
+// A Python path's arguments (the CPU interpreter's, the fake's) as the CUDA kernel's checks read them: tensors
+// and Tensor[] items (other values are None; arguments left at their defaults may be absent, and are no tensors).
+std::vector<c10::IValue> tensor_arguments(const NativeOp& op, const py::tuple& args) {
+  std::vector<c10::IValue> values(op.arg_names().size());
   for (size_t i = 0; i < args.size() && i < values.size(); ++i) {
     if (THPVariable_Check(args[i].ptr())) {
       values[i] = THPVariable_Unpack(args[i].ptr());
@@ -85,7 +84,22 @@ void check_written_python_arguments(const std::string& qualname, const py::tuple
       values[i] = std::move(items);
     }
   }
+  return values;
+}
+
+// The Python paths check in-place calls as the CUDA kernel does.
+void check_written_python_arguments(const std::string& qualname, const py::tuple& args) {
+  const std::shared_ptr<NativeOp> op = op_named(qualname);
+  if (op->written_args().empty()) return;
+  const std::vector<c10::IValue> values = tensor_arguments(*op, args);
   translating_errors([&] { check_written_arguments(qualname, op->arg_names(), op->written_args(), values.data()); });
+}
+
+// A body's result on a Python path, checked and owned as a fallback call's (body_result.h).
+py::object checked_result(const std::string& qualname, const py::tuple& args, const py::handle result) {
+  const std::shared_ptr<NativeOp> op = op_named(qualname);
+  const std::vector<c10::IValue> values = tensor_arguments(*op, args);
+  return outputs_to_python(*op, body_outputs(*op, result, values.data()));
 }
 
 // `plans`: the op's own (None) or given ones (e.g. traced with TileOp.trace, on any machine).
@@ -191,26 +205,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("counters", &counter_values, "Slow-path event counters (traces, compiles, host entries, map lookups).");
   m.def("count_fallback_call", [] { counters().fallback_calls.fetch_add(1, std::memory_order_relaxed); },
         "Counts a call that ran its op body in Python on a path outside the native runtime (the CPU path).");
-  m.def("aliased_outputs", [](const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs) {
-        // As NativeOp::push_outputs decides: an input's storage (the input, a view of it), or an earlier output
-        // itself. Pointer compares, no Python storage objects.
-        std::vector<const c10::StorageImpl*> inputs_storage;
-        for (const at::Tensor& t : inputs) {
-          if (t.has_storage()) inputs_storage.push_back(t.storage().unsafeGetStorageImpl());
-        }
-        std::vector<int64_t> aliased;
-        for (size_t i = 0; i < outputs.size(); ++i) {
-          const bool of_an_input = outputs[i].has_storage() &&
-              std::find(inputs_storage.begin(), inputs_storage.end(), outputs[i].storage().unsafeGetStorageImpl()) !=
-                  inputs_storage.end();
-          bool repeated = false;
-          for (size_t j = 0; j < i; ++j) repeated = repeated || outputs[j].is_same(outputs[i]);
-          if (of_an_input || repeated) aliased.push_back(int64_t(i));
-        }
-        return aliased;
-      }, py::arg("outputs"), py::arg("inputs"),
-      "The indices of `outputs` whose memory is one of `inputs`' (the input, a view of it) or that are an earlier "
-      "output itself.");
+  m.def("checked_result", &checked_result, py::arg("qualname"), py::arg("args"), py::arg("result"),
+        "What the op's body returned for `args` (schema order), as the op returns it: checked against the schema's "
+        "returns (OpDefinitionError), each output that is an argument's memory or an earlier output copied.");
   m.def("run_as_the_caller", [](const py::function& body) {
         const AsTheCaller as_the_caller;
         return body();

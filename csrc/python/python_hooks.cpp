@@ -6,6 +6,7 @@
 #include "runtime/error.h"
 #include "../torch/caller_keys.h"
 #include "binary_from_python.h"
+#include "body_result.h"
 #include "interpreter_exit.h"
 
 namespace py = pybind11;
@@ -27,6 +28,13 @@ void release_with_gil(py::object& obj) {
 // path, never an error of the call.
 bool is_interrupt(const py::error_already_set& e) { return !e.matches(PyExc_Exception); }
 
+// The `n` values from `first` on `stack`, as Python objects (GIL held).
+py::tuple python_arguments(const torch::jit::Stack& stack, size_t first, size_t n) {
+  py::tuple args(n);
+  for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[first + i]);
+  return args;
+}
+
 }  // namespace
 
 PythonPlanTracer::~PythonPlanTracer() {
@@ -41,9 +49,7 @@ std::unique_ptr<LaunchPlan> PythonPlanTracer::trace(NativeOp& op, const CallArgs
                                                     size_t first, bool may_fall_back) {
   GilAcquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
-  const size_t n = op.arg_kinds().size();
-  py::tuple args(n);
-  for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[first + i]);
+  const py::tuple args = python_arguments(stack, first, op.arg_kinds().size());
   const py::object plan = call_python(trace_fn_, py::make_tuple(args, may_fall_back));
   if (!py::isinstance<LaunchPlan>(plan)) {
     fail(ErrorKind::Runtime, op.qualname() + ": the tracer returned " + std::string(py::str(py::type::of(plan))) +
@@ -73,19 +79,31 @@ KernelBinary PythonCompiler::compile(const KernelCache& kernel, const Specializa
   }
 }
 
-namespace {
-
-// Calls `call(args)` on the `n` arguments atop `stack` (as a tuple) and replaces them with its result, read as
-// `schema`'s returns.
-template <class Call>
-void call_with_stack(const Call& call, const c10::FunctionSchema& schema, torch::jit::Stack& stack, size_t n) {
+void PythonPlanTracer::run_fallback(NativeOp& op, const std::string& reason, torch::jit::Stack& stack, size_t n) {
+  const AsTheCaller as_the_caller;  // the body runs as outside torch_tile: with autograd
   GilAcquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
-  py::tuple args(n);
-  for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[stack.size() - n + i]);
-  const py::object result = call(args);
+  const size_t first = stack.size() - n;
+  std::vector<at::Tensor> outputs;
+  {
+    const py::object result = call_python(fallback_fn_, py::make_tuple(python_arguments(stack, first, n), reason));
+    outputs = body_outputs(op, result, stack.data() + first);
+  }
   torch::jit::drop(stack, n);
-  const auto& returns = schema.returns();
+  if (op.returns_list()) {
+    torch::jit::push(stack, c10::List<at::Tensor>(std::move(outputs)));
+  } else {
+    for (at::Tensor& t : outputs) torch::jit::push(stack, std::move(t));
+  }
+}
+
+void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
+  const size_t n = op.schema().arguments().size();
+  GilAcquire gil;
+  counters().host_entries.fetch_add(1, std::memory_order_relaxed);
+  const py::object result = call_python(apply_fn_, python_arguments(stack, stack.size() - n, n));
+  torch::jit::drop(stack, n);
+  const auto& returns = op.schema().returns();  // read as the schema's returns
   if (returns.size() == 1) {
     torch::jit::push(stack, torch::jit::toIValue(result, returns[0].type()));
   } else if (!returns.empty()) {
@@ -94,26 +112,11 @@ void call_with_stack(const Call& call, const c10::FunctionSchema& schema, torch:
   }
 }
 
-}  // namespace
-
-void PythonPlanTracer::run_fallback(NativeOp& op, const std::string& reason, torch::jit::Stack& stack, size_t n) {
-  const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(op.qualname().c_str(), "");
-  const AsTheCaller as_the_caller;  // the body runs as outside torch_tile: with autograd
-  call_with_stack([&](const py::tuple& args) { return call_python(fallback_fn_, py::make_tuple(args, reason)); },
-                  handle.schema(), stack, n);
-}
-
-void PythonDifferentiableCall::call(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
-  call_with_stack([&](const py::tuple& args) { return call_python(apply_fn_, args); }, op.schema(), stack,
-                  op.schema().arguments().size());
-}
-
 std::vector<at::Tensor> PythonEagerGradient::run(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
   const size_t n = op.schema().arguments().size();
   GilAcquire gil;
   counters().host_entries.fetch_add(1, std::memory_order_relaxed);
-  py::tuple args(n);
-  for (size_t i = 0; i < n; ++i) args[i] = torch::jit::toPyObject(stack[stack.size() - n + i]);
+  const py::tuple args = python_arguments(stack, stack.size() - n, n);
   torch::jit::drop(stack, n);
   const py::tuple result = py::cast<py::tuple>(call_python(body_, args));
   std::vector<at::Tensor> grads;

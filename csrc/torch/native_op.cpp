@@ -16,6 +16,7 @@
 #include "dtype_map.h"
 #include "error_translation.h"
 #include "op_library.h"
+#include "output_allocation.h"
 #include "torch_launch_host.h"
 #include "written_argument_check.h"
 
@@ -263,10 +264,44 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
   return true;
 }
 
+void NativeOp::own_outputs(std::vector<at::Tensor>& outputs, const c10::IValue* in) const {
+  // Pointer compares on storages, as TorchLaunchHost::aliases_input decides for a plan's outputs.
+  c10::SmallVector<const c10::StorageImpl*, 8> inputs;
+  const auto add = [&](const c10::IValue& v) {
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().has_storage()) {
+      inputs.push_back(v.toTensor().storage().unsafeGetStorageImpl());
+    }
+  };
+  for (size_t i = 0; i < arg_kinds_.size(); ++i) {
+    if (in[i].isList()) {
+      for (const c10::IValue& item : in[i].toListRef()) add(item);
+    } else {
+      add(in[i]);
+    }
+  }
+  c10::SmallVector<size_t, 8> copied;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const at::Tensor& t = outputs[k];
+    if (!t.defined()) continue;
+    const int declared = returns_list_ || k >= returned_args_.size() ? -1 : returned_args_[k];
+    if (declared >= 0 && in[declared].isTensor() && in[declared].toTensor().is_same(t)) continue;
+    const bool of_an_input = t.has_storage() && std::find(inputs.begin(), inputs.end(),
+                                                          t.storage().unsafeGetStorageImpl()) != inputs.end();
+    bool repeated = false;  // an earlier output's memory
+    for (size_t j = 0; j < k && !repeated; ++j) {
+      repeated = outputs[j].is_same(t) || (outputs[j].defined() && t.has_storage() && outputs[j].has_storage() &&
+                                           outputs[j].storage().is_alias_of(t.storage()));
+    }
+    if (of_an_input || repeated) copied.push_back(k);
+  }
+  for (size_t k : copied) outputs[k] = copy_of_layout(outputs[k]);
+}
+
 void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch::jit::Stack& stack, size_t n) {
-  // A body may return an argument, a view of one or one tensor twice (as it may in eager): unless the schema
-  // declares that return the argument itself (`Tensor(a!)`), it declares a new tensor (torch.compile's buffers
-  // assume it), so such an output is a copy of that tensor, of its layout. A gradient op's outputs are the
+  // A body may return an argument, a view of one, one tensor twice or two views of one tensor (as it may in
+  // eager): unless the schema declares that return the argument itself (`Tensor(a!)`), it declares a new tensor
+  // whose memory is its own (torch.compile's buffers assume it), so such an output is a copy of that tensor, of
+  // its layout. A gradient op's outputs are the
   // tensors themselves (a gradient passed through, one gradient for two inputs) or None (-1). Each leaves the
   // host before the arguments leave the stack. A view reads its base, which take() moves out, so views become
   // tensors first; only a made tensor returned once is moved.
@@ -280,12 +315,15 @@ void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     const int32_t slot = plan.outputs[k];
     const bool again = std::find(plan.outputs.begin() + k + 1, plan.outputs.end(), slot) != plan.outputs.end();
-    const bool before = std::find(plan.outputs.begin(), plan.outputs.begin() + k, slot) != plan.outputs.begin() + k;
+    bool before = false;  // an earlier output has this output's memory
+    for (size_t j = 0; j < k && !before && slot >= 0; ++j) {
+      before = plan.outputs[j] >= 0 && host.memory_of(plan.outputs[j]) == host.memory_of(slot);
+    }
     const bool declared = k < returned_args_.size() && returned_args_[k] == slot;  // the argument itself, by schema
     if (slot < 0) {
       outputs.emplace_back();
     } else if (!gradient_op_ && !declared && (before || host.aliases_input(slot))) {
-      outputs.push_back(host.tensor(slot).clone());
+      outputs.push_back(copy_of_layout(host.tensor(slot)));
     } else {
       outputs.push_back((slot < first_made || again) ? host.tensor(slot) : host.take(slot));
     }

@@ -67,6 +67,11 @@ class NativeOp {
   const std::string& schema() const { return schema_; }
   PlanSet& plans() { return plans_; }
 
+  // What a body run in Python returned (`outputs`, checked against the schema's returns), as the native path
+  // returns it: each output that is an argument's memory (the argument, a view of it) or an earlier output's is
+  // copied, of its layout, unless the schema declares that return the argument itself. `in`: the op's arguments.
+  void own_outputs(std::vector<at::Tensor>& outputs, const c10::IValue* in) const;
+
   // The op's signature and a copy of every plan traced so far (to serialize).
   OpPlans export_plans() const;
   // Adds plans read back from bytes; refuses plans of another op or signature.

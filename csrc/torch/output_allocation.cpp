@@ -1,6 +1,7 @@
 #include "output_allocation.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/ops/empty_strided.h>
 
 #include <algorithm>
 
@@ -39,6 +40,13 @@ at::Tensor allocate_output(const AllocStep& step, const int64_t* shape, int rank
   }
   if (step.zero) t.zero_();
   return t;
+}
+
+at::Tensor copy_of_layout(const at::Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) == 0 && t.size(d) > 1) return t.clone(at::MemoryFormat::Contiguous);
+  }
+  return at::empty_strided(t.sizes(), t.strides(), t.options()).copy_(t);
 }
 
 }  // namespace torch_tile

@@ -15,4 +15,9 @@ namespace torch_tile {
 at::Tensor allocate_output(const AllocStep& step, const int64_t* shape, int rank, const at::Tensor* like,
                            c10::Allocator* allocator, c10::DispatchKeySet keys);
 
+// A copy of `t`, for an output that cannot be `t` itself (an argument's memory, an earlier output's): of `t`'s
+// sizes and strides, gaps included, as the fake implementation makes such an output (torch.compile checks them);
+// contiguous where a dimension of stride 0 repeats elements (no tensor of those strides can be written).
+at::Tensor copy_of_layout(const at::Tensor& t);
+
 }  // namespace torch_tile

@@ -68,9 +68,9 @@ const at::Tensor& TorchLaunchHost::tensor(int slot) {
   return m.tensor;
 }
 
-bool TorchLaunchHost::aliases_input(int slot) {
+int TorchLaunchHost::memory_of(int slot) {
   while (slot >= first_made_ && made(slot).view_base >= 0) slot = made(slot).view_base;
-  return slot < first_made_;
+  return slot;
 }
 
 at::Tensor TorchLaunchHost::take(int slot) {

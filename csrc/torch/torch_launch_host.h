@@ -31,8 +31,10 @@ class TorchLaunchHost final : public LaunchHost {
   // Moves out the tensor the plan made in `slot`, to return it. Views among
   // the outputs must be tensors first (tensor()): a view reads its base.
   at::Tensor take(int slot);
+  // The slot whose memory `slot` is: the base its views lead to (an argument's slot, or a tensor the plan made).
+  int memory_of(int slot);
   // Whether `slot`'s memory is an argument's: the argument itself, or a view of one.
-  bool aliases_input(int slot);
+  bool aliases_input(int slot) { return memory_of(slot) < first_made_; }
 
  private:
   struct Made {
