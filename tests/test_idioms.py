@@ -794,6 +794,60 @@ def test_a_size_the_data_decides_and_a_branch_on_it(device):
         assert sum(op.fallback_calls.values()) == 1
 
 
+def _shifted_valid_positions(target: torch.Tensor) -> torch.Tensor:
+    # cut-cross-entropy's shifted valids: the flat positions of the targets past the first, from nonzero's rows.
+    shifted = target[..., 1:]
+    valids = (shifted != -100).nonzero().to(torch.int32)
+    for i in range(shifted.ndim - 1):
+        valids[:, i] *= shifted.stride(i)
+    return valids.sum(1)
+
+
+def _run_steps_on_cpu(plan, args: tuple) -> list:
+    """The plan's views, ATen steps and checks run on CPU tensors as the native executor runs them (a view: its
+    recorded sizes and strides over its base's memory; a check must hold); its outputs."""
+    from torch_tile import _fake
+    from torch_tile.trace.expr import evaluate
+
+    scalars, tensors = _fake._scalars(args), list(args)
+    for step in plan.order:
+        kind = step.kind.name
+        if kind == "VIEW":
+            view = plan.views[step.index]
+            base = tensors[view.base]
+            base = base if base.dtype == view.dtype else _fake.typed_as(base, view.dtype)
+            sizes, strides = ([evaluate(e.code, tensors, scalars) for e in dims] for dims in (view.sizes, view.strides))
+            offset = evaluate(view.offset.code, tensors, scalars)
+            tensors.append(base.as_strided(sizes, strides, base.storage_offset() + offset))
+        elif kind == "ATEN":
+            aten = plan.aten_steps[step.index]
+            overload = _fake._aten_overload(aten)
+            values = [_fake._aten_value(a, tensors, args, scalars, torch.device("cpu")) for a in aten.args]
+            keywords = {a.name: v for a, v in zip(overload._schema.arguments, values) if a.kwarg_only}
+            result = overload(*values[:len(values) - len(keywords)], **keywords)
+            tensors.extend((result if isinstance(result, (tuple, list)) else (result,))[:aten.num_outputs])
+        elif kind == "CHECK":
+            check = plan.checks[step.index]
+            assert evaluate(check.condition.code, tensors, scalars), check.condition.text
+        else:
+            raise AssertionError(f"a {kind} step: not expected in this plan")
+    return [tensors[slot] for slot in plan.outputs]
+
+
+def test_a_result_the_data_shapes_keeps_the_layout_its_operator_makes():
+    """nonzero's rows are column-major (CUDA's and the CPU's): a view of one of its columns, written in place,
+    must address that layout in every call the plan serves, and a call whose result is laid out otherwise
+    leaves the plan (a Check step right after the operator)."""
+    op = tt.op(f"{NS}::shifted_valid_positions", _shifted_valid_positions)
+    target = _targets(12, "cpu").view(2, 6)
+    plan = op.trace(target)
+    for t in (target, _targets(12, "cpu", ignored=slice(0, 7)).view(2, 6), torch.arange(12).view(2, 6)):
+        (got,) = _run_steps_on_cpu(plan, (t,))
+        assert torch.equal(got, _shifted_valid_positions(t))
+    nonzero = _steps(plan).index("ATEN", _steps(plan).index("ATEN") + 1)  # the second ATen step: nonzero
+    assert _steps(plan)[nonzero + 1] == "CHECK" and "laid out as traced" in plan.checks[0].condition.text
+
+
 def test_plans_that_read_data_serialize_with_their_reads_and_checks():
     op = divided_by_valid_count["cpu"]
     plan = op.trace(torch.randn(64), _targets(10, "cpu"))

@@ -31,7 +31,7 @@ from .. import _C, _plan
 from .expr import Op, SymbolicInt, encode_int
 from .._launch_mode import SkipLaunches, launch_mode
 from .data_reads import READ_OPERATORS
-from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy, contiguous_strides
+from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy, dense_strides, layout_order
 from .symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked
 from .state import body_location
 
@@ -70,6 +70,7 @@ class AtenRecorder:
         self._shadow_of: dict[int, Any] = {}  # id(stand-in) -> shadow
         self._keep: list = []  # shadows stay alive while their ids are keys
         self._float_of_probe: dict[float, int] = {}
+        self._layouts: list[tuple[int, str, list]] = []  # data-shaped results whose layout a Check step confirms
 
     # -- stand-ins <-> shadows ------------------------------------------------------------------
     def shadow(self, proxy: TensorProxy):
@@ -192,6 +193,7 @@ class AtenRecorder:
             metas)
         for r, p in zip(results, proxies):
             self._bind(p, r)
+        self._check_layouts()
         return out
 
     def _read(self, fake, what: str):
@@ -209,22 +211,46 @@ class AtenRecorder:
     def _data_shaped(self, operator: str, out, what: str):
         """``out`` with each tensor whose sizes the data decides (ShapeEnv's unbacked sizes) replaced by one
         whose sizes are atoms of the slot it will take (``SIZE slot d``, with the traced call's values) where the
-        data decides them, and contiguous strides over those sizes (as these operators make their results)."""
+        data decides them, and the strides the operator made on this device in the run that learned them (dense
+        in that order over those sizes: CUDA's nonzero is column-major, the CPU's row-major); a Check step after
+        the operator confirms that layout on every call (``_check_layouts``)."""
         first = self.tracer.next_slot()
         results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
         made = {}
-        for i, (r, sizes) in enumerate(zip(results, self.tracer.data.shaped_results(operator, len(results), what))):
+        learned = self.tracer.data.shaped_results(operator, len(results), what)
+        for i, (r, (sizes, strides)) in enumerate(zip(results, learned)):
             slot = first + i
             if len(sizes) != r.dim():
                 raise self.tracer.error(f"{what}: result {i} has rank {r.dim()} here and {len(sizes)} in the run "
                                         "that learned its sizes")
-            self.tracer.data.shaped[slot] = (sizes, list(contiguous_strides(sizes)))
+            order = layout_order(strides)
+            self.tracer.data.shaped[slot] = (sizes, list(dense_strides(sizes, order)))
             name = f"{operator.split('::')[-1]}{slot}"
             dims = [SymbolicInt((int(Op.SIZE), slot, d), f"{name}.size({d})", v, self.tracer) if is_unbacked(s)
                     else self.shapes.symbolic_int(s, f"{what}.size({d})")
                     for d, (s, v) in enumerate(zip(r.shape, sizes))]
-            made[id(r)] = self.shapes.fake_tensor(dims, list(contiguous_strides(dims)), r.dtype, r.device)
+            dense = list(dense_strides(dims, order))
+            made[id(r)] = self.shapes.fake_tensor(dims, dense, r.dtype, r.device)
+            self._layouts.append((slot, name, dense))
         return pytree.tree_map(lambda v: made.get(id(v), v) if isinstance(v, torch.Tensor) else v, out)
+
+    def _check_layouts(self) -> None:
+        """After the operator that made them: a Check step per data-shaped result that its strides are the traced
+        call's where they matter (a dimension of more than one element, in a tensor with any); a call whose result
+        is laid out otherwise leaves the plan (its later views assume that layout)."""
+        for slot, name, dense in self._layouts:
+            numel_is_0 = (int(Op.NUMEL), slot, int(Op.CONST), 0, int(Op.EQ))
+            code, texts = [], []
+            for d, stride in enumerate(dense):
+                expected, text = encode_int(stride, self.tracer)
+                code += [*numel_is_0, int(Op.SIZE), slot, d, int(Op.CONST), 1, int(Op.LE), int(Op.BITOR),
+                         int(Op.STRIDE), slot, d, *expected, int(Op.EQ), int(Op.BITOR)]
+                if d:
+                    code.append(int(Op.BITAND))
+                texts.append(f"{name}.stride({d}) == {text}")
+            self.tracer.add_guard(tuple(code), f"{name} laid out as traced ({', '.join(texts)}, where it has "
+                                               "elements and that dimension more than one)")
+        self._layouts.clear()
 
     def _check_result(self, r: torch.Tensor, what: str) -> None:
         if r.device != self.tracer.device and not (r.device.type == self.tracer.device.type and r.dim() == 0):

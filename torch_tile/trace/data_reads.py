@@ -46,7 +46,7 @@ class DataEvent:
     kind: str  # "read": one value; "list": ``.tolist()``'s values; "shape": the sizes of an operator's results
     site: str  # the body's (or its library's) line that asked: the first frame outside torch and torch_tile
     name: str  # the kind, or the operator ("aten::nonzero")
-    value: Any  # the int read, the ints of the list (row-major), or one list of sizes per tensor result
+    value: Any  # the int read, the ints of the list (row-major), or (sizes, strides) per tensor result
 
 
 def _site() -> str:
@@ -89,7 +89,7 @@ class _Recording(TorchDispatchMode):
         if short in READ_OPERATORS:
             self.events.append(DataEvent("read", _site(), "read", out))
         elif torch.Tag.dynamic_output_shape in func.tags:
-            shapes = [list(t.shape) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+            shapes = [(list(t.shape), list(t.stride())) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
             self.events.append(DataEvent("shape", _site(), func._schema.name, shapes))
         return out
 
@@ -196,8 +196,9 @@ class DataReads:
             out.append(SymbolicInt((Op.READ, first + i), name, int(value), self.tracer, is_bool=is_bool))
         return out
 
-    def shaped_results(self, operator: str, count: int, what: str) -> list[list[int]]:
-        """The sizes of the ``count`` tensors a call of ``operator`` made in the run that learned them."""
+    def shaped_results(self, operator: str, count: int, what: str) -> list[tuple[list[int], list[int]]]:
+        """The sizes and strides of the ``count`` tensors a call of ``operator`` made in the run that learned
+        them."""
         shapes = self._event("shape", operator, what).value
         if len(shapes) != count:
             raise self.tracer.error(f"{what} made {len(shapes)} tensors in the run that learned its values and "

@@ -127,11 +127,23 @@ def concrete(value: Any) -> Any:
 
 def contiguous_strides(sizes) -> tuple:
     """torch's contiguous strides of ``sizes`` (ints, or symbolic ints: then symbolic, with no guard)."""
-    strides, expected = [], 1
-    for s in reversed(sizes):
-        strides.append(expected)
-        expected = sym_max(s, 1) * expected
-    return tuple(reversed(strides))
+    return dense_strides(sizes, reversed(range(len(sizes))))
+
+
+def dense_strides(sizes, order) -> tuple:
+    """The strides of a tensor of ``sizes`` whose elements are dense in ``order`` (its dimensions, innermost
+    first), as torch computes contiguous ones (ints, or symbolic ints: then symbolic, with no guard)."""
+    strides, expected = [0] * len(sizes), 1
+    for d in order:
+        strides[d] = expected
+        expected = sym_max(sizes[d], 1) * expected
+    return tuple(strides)
+
+
+def layout_order(strides) -> list[int]:
+    """A tensor's dimensions innermost first, by its strides (on ties, the later dimension inner, as in a
+    contiguous tensor)."""
+    return sorted(range(len(strides)), key=lambda d: (strides[d], -d))
 
 
 def is_contiguous(sizes, strides) -> bool:
