@@ -16,7 +16,6 @@ import threading
 from typing import Any, Callable, Iterator, Optional
 
 from torch._library import triton as torch_triton
-from torch._library.triton import is_wrap_triton_enabled, set_wrap_triton_enabled
 
 from . import _process_locks
 
@@ -95,7 +94,7 @@ def launch_mode(mode: LaunchMode) -> Iterator[LaunchMode]:
     previous = getattr(_local, "mode", None)
     _local.mode = mode
     try:
-        with set_wrap_triton_enabled(False):
+        with torch_triton.set_wrap_triton_enabled(False):
             yield mode
     finally:
         _local.mode = previous
@@ -131,7 +130,7 @@ class DirectLaunches:
         self._mode = getattr(_local, "mode", None)
         _local.mode = None
         # As torch's set_wrap_triton_enabled(False) does, without making a generator on every fallback call.
-        self._wrap_triton = is_wrap_triton_enabled()
+        self._wrap_triton = torch_triton.is_wrap_triton_enabled()
         torch_triton.wrap_triton_enabled.value = False
 
     def __exit__(self, *exc) -> None:

@@ -301,10 +301,9 @@ void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch
   // A body may return an argument, a view of one, one tensor twice or two views of one tensor (as it may in
   // eager): unless the schema declares that return the argument itself (`Tensor(a!)`), it declares a new tensor
   // whose memory is its own (torch.compile's buffers assume it), so such an output is a copy of that tensor, of
-  // its layout. A gradient op's outputs are the
-  // tensors themselves (a gradient passed through, one gradient for two inputs) or None (-1). Each leaves the
-  // host before the arguments leave the stack. A view reads its base, which take() moves out, so views become
-  // tensors first; only a made tensor returned once is moved.
+  // its layout. A gradient op's outputs are the tensors themselves (a gradient passed through, one gradient for
+  // two inputs) or None (-1). Each leaves the host before the arguments leave the stack. A view reads its base,
+  // which take() moves out, so views become tensors first; only a made tensor returned once is moved.
   if (!plan.views.empty()) {
     for (int32_t slot : plan.outputs) {
       if (slot >= 0) host.tensor(slot);
