@@ -60,6 +60,17 @@ class _Recorder(TorchDispatchMode):
         return self.owner.record(func, args, kwargs)
 
 
+def _with_unknown_sizes_large(strides) -> list[int]:
+    """A fake result's strides (torch's layout for its operator, over sizes the data decides) with every symbolic
+    size taken large: which dimension is inner where a run's sizes of one element leave it open."""
+    values = []
+    for s in strides:
+        expr = s.node.expr if isinstance(s, torch.SymInt) else s
+        values.append(int(expr.subs({symbol: 1 << 20 for symbol in expr.free_symbols})) if hasattr(expr, "subs")
+                      else int(expr))
+    return values
+
+
 class AtenRecorder:
     """The ATen half of one trace (the tracer owns one)."""
 
@@ -223,7 +234,7 @@ class AtenRecorder:
             if len(sizes) != r.dim():
                 raise self.tracer.error(f"{what}: result {i} has rank {r.dim()} here and {len(sizes)} in the run "
                                         "that learned its sizes")
-            order = layout_order(strides)
+            order = layout_order(strides, ties=_with_unknown_sizes_large(r.stride()))
             self.tracer.data.shaped[slot] = (sizes, list(dense_strides(sizes, order)))
             name = f"{operator.split('::')[-1]}{slot}"
             dims = [SymbolicInt((int(Op.SIZE), slot, d), f"{name}.size({d})", v, self.tracer) if is_unbacked(s)

@@ -140,10 +140,10 @@ def dense_strides(sizes, order) -> tuple:
     return tuple(strides)
 
 
-def layout_order(strides) -> list[int]:
-    """A tensor's dimensions innermost first, by its strides (on ties, the later dimension inner, as in a
-    contiguous tensor)."""
-    return sorted(range(len(strides)), key=lambda d: (strides[d], -d))
+def layout_order(strides, ties=None) -> list[int]:
+    """A tensor's dimensions innermost first, by its strides; on ties (dimensions of one element), by ``ties``
+    (another tensor's strides of the same layout), then the later dimension inner, as in a contiguous tensor."""
+    return sorted(range(len(strides)), key=lambda d: (strides[d], ties[d] if ties else 0, -d))
 
 
 def is_contiguous(sizes, strides) -> bool:
