@@ -314,9 +314,10 @@ void NativeOp::push_outputs(const LaunchPlan& plan, TorchLaunchHost& host, torch
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     const int32_t slot = plan.outputs[k];
     const bool again = std::find(plan.outputs.begin() + k + 1, plan.outputs.end(), slot) != plan.outputs.end();
+    const int memory = slot < 0 ? -1 : host.memory_of(slot);
     bool before = false;  // an earlier output has this output's memory
     for (size_t j = 0; j < k && !before && slot >= 0; ++j) {
-      before = plan.outputs[j] >= 0 && host.memory_of(plan.outputs[j]) == host.memory_of(slot);
+      before = plan.outputs[j] >= 0 && host.memory_of(plan.outputs[j]) == memory;
     }
     const bool declared = k < returned_args_.size() && returned_args_[k] == slot;  // the argument itself, by schema
     if (slot < 0) {

@@ -223,7 +223,7 @@ class AtenRecorder:
         """``out`` with each tensor whose sizes the data decides (ShapeEnv's unbacked sizes) replaced by one
         whose sizes are atoms of the slot it will take (``SIZE slot d``, with the traced call's values) where the
         data decides them, and the strides the operator made on this device in the run that learned them (dense
-        in that order over those sizes: CUDA's nonzero is column-major, the CPU's row-major); a Check step after
+        in that order over those sizes: nonzero's rows are column-major); a Check step after
         the operator confirms that layout on every call (``_check_layouts``)."""
         first = self.tracer.next_slot()
         results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
@@ -249,16 +249,16 @@ class AtenRecorder:
         """After the operator that made them: a Check step per data-shaped result that its strides are the traced
         call's where they matter (a dimension of more than one element, in a tensor with any); a call whose result
         is laid out otherwise leaves the plan (its later views assume that layout)."""
-        for slot, name, dense in self._layouts:
-            numel_is_0 = (int(Op.NUMEL), slot, int(Op.CONST), 0, int(Op.EQ))
-            code, texts = [], []
+        for slot, name, dense in (layout for layout in self._layouts if layout[2]):  # a 0-d tensor: no layout
+            code, texts = [int(Op.NUMEL), slot, int(Op.CONST), 0, int(Op.EQ)], []  # no element: any layout
             for d, stride in enumerate(dense):
                 expected, text = encode_int(stride, self.tracer)
-                code += [*numel_is_0, int(Op.SIZE), slot, d, int(Op.CONST), 1, int(Op.LE), int(Op.BITOR),
+                code += [int(Op.SIZE), slot, d, int(Op.CONST), 1, int(Op.LE),
                          int(Op.STRIDE), slot, d, *expected, int(Op.EQ), int(Op.BITOR)]
                 if d:
                     code.append(int(Op.BITAND))
                 texts.append(f"{name}.stride({d}) == {text}")
+            code.append(int(Op.BITOR))
             self.tracer.add_guard(tuple(code), f"{name} laid out as traced ({', '.join(texts)}, where it has "
                                                "elements and that dimension more than one)")
         self._layouts.clear()
