@@ -1843,7 +1843,7 @@ ENTRIES = [
               _simple_gla_case("f16", f16, T=40),
               refused(_simple_gla_case("f32-varlen", T=40, varlen=True), READS_DATA, VARLEN_BY_DATA),
               _simple_gla_case("bf16", bf16, T=40),
-          ], namespace=NS, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
+          ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
         trace_runs_body=VARLEN_BY_DATA,
         notes="@torch.compiler.disable entry, chunk_size.bit_length(), @autocast_custom_fwd, chunk_local_cumsum "
               "then chunk_fwd_h then chunk_fwd_o (three autotuned launches; chunk_fwd_h's 48 configs come from a block "
@@ -1854,7 +1854,7 @@ ENTRIES = [
               _parallel_case("f32"),
               _parallel_case("f32-nogate-scale", gate=False, scale=0.3),
               _parallel_case("f16", f16),
-          ], namespace=NS, tol_scale=10, exact=False,
+          ], namespace=NS, tf32=True, tol_scale=10, exact=False,
         notes="chunk_local_cumsum on g inside, output_attentions False -> returns (o, None)"),
     Entry("fused_recurrent_gla", "fla.ops.fused_recurrent_gla", fused_recurrent_gla, fused_recurrent_gla_ref, [
         _gla_case("f32"),
@@ -1864,7 +1864,7 @@ ENTRIES = [
     Entry("chunk_gla", "fla.ops.chunk_gla (ChunkGLAFunction.apply)", chunk_gla, chunk_gla_ref, [
         _gla_case("f32", T=40, with_gv=False),
         _gla_case("f16", f16, T=40, with_gv=False),
-    ], namespace=NS, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
+    ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
         notes="vector chunk_local_cumsum, intra-chunk attention kernels, chunk_fwd_h, several autotuned launches"),
     Entry("fused_recurrent_retention", "fla.ops.fused_recurrent_retention", fused_recurrent_retention, retention_ref, [
         _retention_case("f32"),
@@ -1876,12 +1876,12 @@ ENTRIES = [
     Entry("chunk_retention", "fla.ops.chunk_retention", chunk_retention, retention_ref, [
         _retention_case("f32", T=40),
         _retention_case("f16", f16, T=40),
-    ], namespace=NS, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
+    ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
         notes="torch.arange decays (g_gamma), then chunk_simple_gla"),
     Entry("parallel_retention", "fla.ops.parallel_retention", parallel_retention, parallel_retention_ref, [
         _case("f32", lambda d: (*_att_inputs(Inputs(d), f32, 2, 24, 3, 16, 16), None)),
         _case("f16-scale", lambda d: (*_att_inputs(Inputs(d), f16, 2, 24, 3, 16, 16), 0.5), f16),
-    ], namespace=NS, tol_scale=10, exact=False, notes="constant decays from torch.arange, then parallel_simple_gla"),
+    ], namespace=NS, tf32=True, tol_scale=10, exact=False, notes="constant decays from torch.arange, then parallel_simple_gla"),
     Entry("fused_recurrent_linear_attn", "fla.ops.fused_recurrent_linear_attn", fused_recurrent_linear_attn,
           linear_attn_ref, [
               _linear_attn_case("f32"),
@@ -1899,7 +1899,7 @@ ENTRIES = [
     Entry("chunk_linear_attn", "fla.ops.chunk_linear_attn(normalize=False)", chunk_linear_attn, linear_attn_ref, [
         _linear_attn_case("f32", T=40, with_reverse=False),
         _linear_attn_case("f16", f16, T=40, with_reverse=False),
-    ], namespace=NS, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97")),
+    ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97")),
     Entry("fused_recurrent_delta_rule", "fla.ops.fused_recurrent_delta_rule", fused_recurrent_delta_rule,
           fused_recurrent_delta_rule_ref, [
               _delta_case("f32"),
@@ -1923,7 +1923,7 @@ ENTRIES = [
               _delta_case("f32", gated=True, T=40),
               _delta_case("f32-l2norm-in-kernel", gated=True, T=40, l2=True, h0=False),
               _delta_case("f16", f16, gated=True, T=40),
-          ], namespace=NS, tol_scale=30, exact=False,
+          ], namespace=NS, tf32=True, tol_scale=30, exact=False,
         cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_delta_h.py:176"),
         notes="l2norm_fwd on q/k in the wrapper, chunk_local_cumsum, chunk_scaled_dot_kkt, solve_tril, "
               "recompute_w_u, chunk_gated_delta_rule_fwd_h, chunk_fwd_o: a pipeline of autotuned launches"),
@@ -1944,7 +1944,7 @@ ENTRIES = [
     Entry("chunk_rwkv6", "fla.ops.chunk_rwkv6 (ChunkRWKV6Function.apply)", chunk_rwkv6, rwkv6_ref, [
         _rwkv6_case("f32", T=40, with_reverse=False),
         _rwkv6_case("f16", f16, T=40, with_reverse=False),
-    ], namespace=NS, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97")),
+    ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97")),
     Entry("fused_recurrent_rwkv7", "fla.ops.fused_recurrent_rwkv7 (-> fused_recurrent_dplr_delta_rule)",
           fused_recurrent_rwkv7, rwkv7_ref, [
               _rwkv7_case("f32"),
@@ -1956,7 +1956,7 @@ ENTRIES = [
         _rwkv7_case("f16", f16, T=40),  # fla warns that its chunked DPLR path does not support float32
         _rwkv7_case("f16-noh0-scale", f16, T=40, h0=False, scale=0.5),
         _rwkv7_case("bf16", bf16, T=40),
-    ], namespace=NS, tol_scale=30, exact=False,
+    ], namespace=NS, tf32=True, tol_scale=30, exact=False,
         cpu_skip="Triton's interpreter cannot run the kernel: it calls tl.gather through a module-level alias "
                  "(fla.ops.utils.op.gather = tl.gather, bound before the interpreter patches triton.language), so the "
                  "builtin runs unpatched (dplr/chunk_A_fwd.py:120: ValueError: Did you forget to add @triton.jit ?); "
@@ -1966,7 +1966,7 @@ ENTRIES = [
               _based_case("f32"),
               _based_case("f32-nonorm", norm=False),
               _based_case("f16", f16),
-          ], namespace=NS, tol_scale=10, exact=False,
+          ], namespace=NS, tf32=True, tol_scale=10, exact=False,
         notes="q.transpose(1, 2) views into the Function, o / (z[..., None] + 1e-6) and .transpose in ATen after"),
     Entry("parallel_attn", "fla.ops.parallel_attn (ParallelAttentionFunction.apply)", parallel_attn,
           parallel_attn_ref, [
@@ -1975,7 +1975,7 @@ ENTRIES = [
               _attn_case("f32-window", window=8),
               _attn_case("f16", f16),
               _attn_case("bf16", bf16),
-          ], namespace=NS, tol_scale=10, exact=False,
+          ], namespace=NS, tf32=True, tol_scale=10, exact=False,
         notes="@contiguous, check_shared_mem('hopper', index) (functools.cache'd device properties) picks block "
               "sizes and num_warps, chunk_global_cumsum for gates, Optional[int] window_size as a constexpr"),
 ]
