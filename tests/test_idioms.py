@@ -522,6 +522,67 @@ def test_the_body_s_own_errors_name_the_op():
     assert any(f"torch_tile op {NS}::checks_its_input" in note for note in info.value.__notes__)
 
 
+# -- a library that keeps what a launch returns ---------------------------------------------------------------
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128}, num_warps=2)], key=["n"])
+@triton.jit
+def _tuned_scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
+
+
+class _KeptLaunches:
+    """A library's launch cache, as FlagGems' ``libentry`` keeps one: the first launch of a key through
+    ``kernel.run``, what it returns kept, with the constexprs its autotuner chose (``best_config``); later launches
+    of the key launch the kept kernel, passing every parameter (Triton up to 3.6) or the runtime ones (later)."""
+
+    def __init__(self, kernel, every_parameter: bool):
+        self.kernel, self.every_parameter, self.kept = kernel, every_parameter, {}
+
+    def __call__(self, x, out, n, scale):
+        grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731 - as libraries write grids
+        key = (x.dtype, out.dtype)
+        if key not in self.kept:
+            compiled = self.kernel.run(x, out, n, scale, grid=grid, warmup=False)
+            self.kept[key] = (compiled, self.kernel.best_config.kwargs)
+            return
+        compiled, constexprs = self.kept[key]
+        args = (x, out, n, scale, *constexprs.values()) if self.every_parameter else (x, out, n, scale)
+        compiled[grid(constexprs)](*args)
+
+
+_KEPT_LAUNCHES = {every: _KeptLaunches(_tuned_scale_kernel, every) for every in (True, False)}
+
+
+def _scaled_through_kept_launches(x: torch.Tensor, every_parameter: bool) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _KEPT_LAUNCHES[every_parameter](x, out, x.numel(), 3.0)
+    return out
+
+
+through_kept_launches = tt.op(f"{NS}::through_kept_launches", _scaled_through_kept_launches, fallback=False)
+
+
+@pytest.mark.parametrize("every_parameter", [True, False])
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_kernel_a_library_keeps_from_a_launch_launches_again(device, every_parameter):
+    kept = _KEPT_LAUNCHES[every_parameter]
+    kept.kept.clear()
+    if device == "cuda":  # kept from a launch outside torch_tile: a compiled kernel, launched again in the body
+        kept(*(torch.randn(8, device=device),) * 2, 8, 3.0)
+    for n in (100, 100, 300):  # the first call's trace keeps what its launch returned; the next calls use it
+        x = torch.randn(n, device=device)
+        torch.testing.assert_close(through_kept_launches(x, every_parameter), 3 * x)
+        assert len(through_kept_launches.trace(x, every_parameter).launches) == 1  # the kept kernel's launch
+    # The library's own later calls work with what the op's calls left in its cache.
+    x, out = torch.randn(50, device=device), torch.empty(50, device=device)
+    with _without_torch_tile(device):
+        kept(x, out, 50, 3.0)
+    torch.testing.assert_close(out, 3 * x)
+
+
 # -- a torch.compile'd helper ------------------------------------------------------------------------------------
 
 
