@@ -1843,7 +1843,8 @@ ENTRIES = [
               _simple_gla_case("f16", f16, T=40),
               refused(_simple_gla_case("f32-varlen", T=40, varlen=True), READS_DATA, VARLEN_BY_DATA),
               _simple_gla_case("bf16", bf16, T=40),
-          ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
+          ], namespace=NS, tf32=True,
+              tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
         trace_runs_body=VARLEN_BY_DATA,
         notes="@torch.compiler.disable entry, chunk_size.bit_length(), @autocast_custom_fwd, chunk_local_cumsum "
               "then chunk_fwd_h then chunk_fwd_o (three autotuned launches; chunk_fwd_h's 48 configs come from a block "
@@ -1864,7 +1865,8 @@ ENTRIES = [
     Entry("chunk_gla", "fla.ops.chunk_gla (ChunkGLAFunction.apply)", chunk_gla, chunk_gla_ref, [
         _gla_case("f32", T=40, with_gv=False),
         _gla_case("f16", f16, T=40, with_gv=False),
-    ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
+    ], namespace=NS, tf32=True,
+        tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
         notes="vector chunk_local_cumsum, intra-chunk attention kernels, chunk_fwd_h, several autotuned launches"),
     Entry("fused_recurrent_retention", "fla.ops.fused_recurrent_retention", fused_recurrent_retention, retention_ref, [
         _retention_case("f32"),
@@ -1876,12 +1878,14 @@ ENTRIES = [
     Entry("chunk_retention", "fla.ops.chunk_retention", chunk_retention, retention_ref, [
         _retention_case("f32", T=40),
         _retention_case("f16", f16, T=40),
-    ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
+    ], namespace=NS, tf32=True,
+        tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97"),
         notes="torch.arange decays (g_gamma), then chunk_simple_gla"),
     Entry("parallel_retention", "fla.ops.parallel_retention", parallel_retention, parallel_retention_ref, [
         _case("f32", lambda d: (*_att_inputs(Inputs(d), f32, 2, 24, 3, 16, 16), None)),
         _case("f16-scale", lambda d: (*_att_inputs(Inputs(d), f16, 2, 24, 3, 16, 16), 0.5), f16),
-    ], namespace=NS, tf32=True, tol_scale=10, exact=False, notes="constant decays from torch.arange, then parallel_simple_gla"),
+    ], namespace=NS, tf32=True,
+        tol_scale=10, exact=False, notes="constant decays from torch.arange, then parallel_simple_gla"),
     Entry("fused_recurrent_linear_attn", "fla.ops.fused_recurrent_linear_attn", fused_recurrent_linear_attn,
           linear_attn_ref, [
               _linear_attn_case("f32"),
@@ -1899,7 +1903,8 @@ ENTRIES = [
     Entry("chunk_linear_attn", "fla.ops.chunk_linear_attn(normalize=False)", chunk_linear_attn, linear_attn_ref, [
         _linear_attn_case("f32", T=40, with_reverse=False),
         _linear_attn_case("f16", f16, T=40, with_reverse=False),
-    ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97")),
+    ], namespace=NS, tf32=True,
+        tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97")),
     Entry("fused_recurrent_delta_rule", "fla.ops.fused_recurrent_delta_rule", fused_recurrent_delta_rule,
           fused_recurrent_delta_rule_ref, [
               _delta_case("f32"),
@@ -1944,7 +1949,8 @@ ENTRIES = [
     Entry("chunk_rwkv6", "fla.ops.chunk_rwkv6 (ChunkRWKV6Function.apply)", chunk_rwkv6, rwkv6_ref, [
         _rwkv6_case("f32", T=40, with_reverse=False),
         _rwkv6_case("f16", f16, T=40, with_reverse=False),
-    ], namespace=NS, tf32=True, tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97")),
+    ], namespace=NS, tf32=True,
+        tol_scale=20, exact=False, cpu_skip=RANGE_INDEX_TO.format("fla/ops/common/chunk_h.py:97")),
     Entry("fused_recurrent_rwkv7", "fla.ops.fused_recurrent_rwkv7 (-> fused_recurrent_dplr_delta_rule)",
           fused_recurrent_rwkv7, rwkv7_ref, [
               _rwkv7_case("f32"),

@@ -1,7 +1,7 @@
 """Triton's own launch functions while op bodies run: ``JITFunction.run``, ``Autotuner.run`` and a compiled
 kernel's launch go to the thread's launch mode (``_launch_mode``), which turns this routing on while at least one
-body runs in the process; outside bodies Triton is untouched. Meanwhile the launches Triton runs itself (in any thread) hold the
-code-generation lock shared (``codegen_lock``)."""
+body runs in the process; outside bodies Triton is untouched. Meanwhile the launches Triton runs itself (in any
+thread) hold the code-generation lock shared (``codegen_lock``)."""
 
 from __future__ import annotations
 
