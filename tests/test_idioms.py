@@ -668,6 +668,45 @@ def test_sizes_where_torch_wants_numbers():
     assert {step.name for step in sizes_as_numbers.trace(x, -1).aten_steps} >= {"aten::clamp_min", "aten::arange"}
 
 
+@tt.op(f"{NS}::dims_last", fallback=False)
+def dims_last(x: torch.Tensor, dim: int, scale: float) -> torch.Tensor:
+    """Type tests libraries make on numbers before using them (FlagGems' dim_compress)."""
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    order = [i for i in range(x.ndim) if i not in dims] + dims
+    moved = x.permute(order).contiguous()
+    assert isinstance(moved.numel(), int) and not isinstance(dim, bool)
+    return _scaled(moved, scale)
+
+
+def test_sizes_and_arguments_are_ints_and_floats_to_isinstance():
+    x = torch.randn(4, 6, 5)
+    for dim in (0, 1, 2):
+        torch.testing.assert_close(dims_last(x, dim, 2.0), 2 * x.movedim(dim, -1).contiguous())
+    assert any("dim == 1" in guard.text for guard in dims_last.trace(x, 1, 2.0).guards)
+
+
+@tt.op(f"{NS}::padded_to_blocks", fallback=False)
+def padded_to_blocks(x: torch.Tensor, other: torch.Tensor, block: int) -> torch.Tensor:
+    """Host functions of metadata (a promoted dtype) and a padding computed from sizes (bitsandbytes pads its
+    input to whole quantization blocks so)."""
+    dtype = torch.promote_types(x.dtype, other.dtype)
+    flat = x.reshape(-1).to(dtype)
+    if flat.numel() % block:
+        flat = torch.nn.functional.pad(flat, (0, block - flat.numel() % block), value=0.0)
+    return _scaled(flat, 2.0)
+
+
+def test_metadata_values_and_paddings_from_sizes_are_plan_steps():
+    other = torch.randn(3)
+    for shape in ((6, 50), (7, 50), (4, 64)):  # 300 and 350 padded to 384, 256 not padded
+        x = torch.randn(shape)
+        expected = 2 * torch.nn.functional.pad(x.reshape(-1), (0, -x.numel() % 128))
+        torch.testing.assert_close(padded_to_blocks(x, other, 128), expected)
+    plan = padded_to_blocks.trace(torch.randn(6, 50), other, 128)
+    assert {step.name for step in plan.aten_steps} & {"aten::pad", "aten::constant_pad_nd"}
+    assert len(padded_to_blocks.trace(torch.randn(7, 50), other, 128).guards) == len(plan.guards)  # one plan
+
+
 class _Slotted:
     __slots__ = ("kept",)
 

@@ -89,6 +89,12 @@ class SymbolicInt:
         self.is_bool = is_bool
         sink.track(self)
 
+    # isinstance(n, int) holds, as for a SymInt under torch.compile: libraries test it before using a value as
+    # a number (`if isinstance(dims, int): dims = [dims]`); type(n) still tells the stand-in.
+    @property
+    def __class__(self):
+        return bool if self.is_bool else int
+
     # -- construction -------------------------------------------------------
     def _lift(self, other) -> Optional["SymbolicInt"]:
         if isinstance(other, SymbolicInt):
