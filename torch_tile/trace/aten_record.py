@@ -20,9 +20,13 @@ results with size atoms of their own (trace/data_reads.py).
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import threading
 from typing import Any
 
 import torch
+from torch._decomp import decomposition_table
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -46,6 +50,46 @@ def _probe_float(index: int) -> float:
     """A float no body computes, standing for float argument ``index`` inside
     ATen calls, so that the recorder can tell it from constants."""
     return 1.0 + (index + 1) * 2.0**-40 + 2.0**-51
+
+
+class _QuietMetaFailures(logging.Filter):
+    """FakeTensorMode logs a kernel's failure with its traceback before raising it; in a trace the error is
+    reported (or worked around) by the tracer, so this thread's are not logged while it records a call."""
+
+    local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.local, "quiet", False)
+
+
+logging.getLogger("torch._subclasses.fake_tensor").addFilter(_QuietMetaFailures())
+
+
+@contextlib.contextmanager
+def _quiet_meta_failures():
+    previous = getattr(_QuietMetaFailures.local, "quiet", False)
+    _QuietMetaFailures.local.quiet = True
+    try:
+        yield
+    finally:
+        _QuietMetaFailures.local.quiet = previous
+
+
+class _ThroughDecompositions(TorchDispatchMode):
+    """The operators a decomposition calls, each through its own decomposition where its kernel takes no symbolic
+    sizes (``aten::pad`` calls ``constant_pad_nd``)."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        try:
+            return func(*args, **kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException):
+            raise
+        except Exception:
+            decomposition = decomposition_table.get(func)
+            if decomposition is None:
+                raise
+            return decomposition(*args, **kwargs)
 
 
 class _Recorder(TorchDispatchMode):
@@ -158,16 +202,27 @@ class AtenRecorder:
         if short_name in _METADATA_MUTATIONS:
             raise self.tracer.error(f"{what} changes a tensor's sizes or strides in place, which a launch plan "
                                     "cannot follow: use the out-of-place form")
-        if any(str(r.type) != "Tensor" and "Tensor" not in str(r.type) for r in func._schema.returns):
-            raise self.tracer.error(f"{what} returns a value read from the tensors' data (it depends on the "
-                                    "tensors' data: a launch plan holds only what sizes decide; compute it in a "
-                                    "kernel, or outside the op)")
+        host_values = [str(r.type) != "Tensor" and "Tensor" not in str(r.type) for r in func._schema.returns]
+        data_read = f"{what} returns a value read from the tensors' data (it depends on the tensors' data: a " \
+                    "launch plan holds only what sizes decide; compute it in a kernel, or outside the op)"
+        if host_values and all(host_values):
+            # A value of the metadata (torch.promote_types, result_type, is_same_size): the shadows answer it, and
+            # raise for a value of the data (torch.equal, allclose).
+            try:
+                out = func(*args, **kwargs)
+            except DataDependentOutputException:
+                raise self.tracer.error(data_read) from None
+            self.shapes.take_guards()
+            return out
+        if any(host_values):
+            raise self.tracer.error(data_read)
         try:
-            out = func(*args, **kwargs)
+            with _quiet_meta_failures():
+                out = func(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException):
             raise
         except Exception as e:  # torch's own error for these arguments (a bad view, a dtype mismatch)
-            raise self.tracer.error(f"{what}: {type(e).__name__}: {e}") from None
+            out = self._decomposed(func, args, kwargs, self.tracer.error(f"{what}: {type(e).__name__}: {e}"))
         self.shapes.take_guards()
         if any(isinstance(r, torch.Tensor) and any(is_unbacked(s) for s in r.shape) for r in pytree.tree_leaves(out)):
             out = self._data_shaped(name, out, what)
@@ -262,6 +317,39 @@ class AtenRecorder:
             self.tracer.add_guard(tuple(code), f"{name} laid out as traced ({', '.join(texts)}, where it has "
                                                "elements and that dimension more than one)")
         self._layouts.clear()
+
+    @staticmethod
+    def _decomposed(func, args: tuple, kwargs: dict, failure: Exception):
+        """The result of an operator whose kernel takes no symbolic sizes (``constant_pad_nd`` given a padding
+        computed from sizes): torch's Python decomposition gives its sizes, where it lays the result out as the
+        operator does at the call's sizes (the step runs the operator). Else ``failure``, torch's error."""
+        decomposition = decomposition_table.get(func)
+        if decomposition is None and func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
+            decomposition = func.decompose
+        if decomposition is None:
+            raise failure
+
+        def hint(size) -> int:  # the call's value of a size
+            return int(size.node.hint) if isinstance(size, torch.SymInt) else int(size)
+
+        def at_hints(value):
+            if isinstance(value, torch.Tensor):
+                return torch.empty_strided([hint(s) for s in value.shape], [hint(s) for s in value.stride()],
+                                           dtype=value.dtype, device=value.device)
+            return hint(value) if isinstance(value, torch.SymInt) else value
+
+        try:
+            with _quiet_meta_failures(), _ThroughDecompositions():
+                out = decomposition(*args, **kwargs)
+            expected = func(*pytree.tree_map(at_hints, args), **pytree.tree_map(at_hints, kwargs))
+        except Exception:  # noqa: BLE001 - torch's error for the operator is the one to report
+            raise failure from None
+        got, want = pytree.tree_leaves(out), pytree.tree_leaves(expected)
+        if len(got) != len(want) or any(
+                not isinstance(g, torch.Tensor) or g.dtype != w.dtype or [hint(s) for s in g.shape] != list(w.shape)
+                or [hint(s) for s in g.stride()] != list(w.stride()) for g, w in zip(got, want)):
+            raise failure
+        return out
 
     def _check_result(self, r: torch.Tensor, what: str) -> None:
         if r.device != self.tracer.device and not (r.device.type == self.tracer.device.type and r.dim() == 0):
