@@ -545,37 +545,42 @@ class _KeptLaunches:
         grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731 - as libraries write grids
         key = (x.dtype, out.dtype)
         if key not in self.kept:
-            compiled = self.kernel.run(x, out, n, scale, grid=grid, warmup=False)
-            self.kept[key] = (compiled, self.kernel.best_config.kwargs)
+            if isinstance(self.kernel, triton.runtime.Autotuner):
+                compiled = self.kernel.run(x, out, n, scale, grid=grid, warmup=False)
+                self.kept[key] = (compiled, self.kernel.best_config.kwargs)
+            else:  # its constexpr given by position
+                self.kept[key] = (self.kernel.run(x, out, n, scale, 64, grid=grid, warmup=False), {"BLOCK": 64})
             return
         compiled, constexprs = self.kept[key]
         args = (x, out, n, scale, *constexprs.values()) if self.every_parameter else (x, out, n, scale)
         compiled[grid(constexprs)](*args)
 
 
-_KEPT_LAUNCHES = {every: _KeptLaunches(_tuned_scale_kernel, every) for every in (True, False)}
+_KEPT_LAUNCHES = {(tuned, every): _KeptLaunches(_tuned_scale_kernel if tuned else _scale_kernel, every)
+                  for tuned in (True, False) for every in (True, False)}
 
 
-def _scaled_through_kept_launches(x: torch.Tensor, every_parameter: bool) -> torch.Tensor:
+def _scaled_through_kept_launches(x: torch.Tensor, tuned: bool, every_parameter: bool) -> torch.Tensor:
     out = torch.empty_like(x)
-    _KEPT_LAUNCHES[every_parameter](x, out, x.numel(), 3.0)
+    _KEPT_LAUNCHES[tuned, every_parameter](x, out, x.numel(), 3.0)
     return out
 
 
 through_kept_launches = tt.op(f"{NS}::through_kept_launches", _scaled_through_kept_launches, fallback=False)
 
 
+@pytest.mark.parametrize("tuned", [True, False])
 @pytest.mark.parametrize("every_parameter", [True, False])
 @pytest.mark.parametrize("device", DEVICES)
-def test_a_kernel_a_library_keeps_from_a_launch_launches_again(device, every_parameter):
-    kept = _KEPT_LAUNCHES[every_parameter]
+def test_a_kernel_a_library_keeps_from_a_launch_launches_again(device, every_parameter, tuned):
+    kept = _KEPT_LAUNCHES[tuned, every_parameter]
     kept.kept.clear()
     if device == "cuda":  # kept from a launch outside torch_tile: a compiled kernel, launched again in the body
         kept(*(torch.randn(8, device=device),) * 2, 8, 3.0)
     for n in (100, 100, 300):  # the first call's trace keeps what its launch returned; the next calls use it
         x = torch.randn(n, device=device)
-        torch.testing.assert_close(through_kept_launches(x, every_parameter), 3 * x)
-        assert len(through_kept_launches.trace(x, every_parameter).launches) == 1  # the kept kernel's launch
+        torch.testing.assert_close(through_kept_launches(x, tuned, every_parameter), 3 * x)
+        assert len(through_kept_launches.trace(x, tuned, every_parameter).launches) == 1  # the kept one
     # The library's own later calls work with what the op's calls left in its cache.
     x, out = torch.randn(50, device=device), torch.empty(50, device=device)
     with _without_torch_tile(device):

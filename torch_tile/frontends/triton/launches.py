@@ -40,9 +40,9 @@ def _router(cls):
             real_args, real_kwargs = _warmup_arguments(mode.device, args, kwargs)
             with codegen():
                 compiled = original(self, *real_args, grid=grid, warmup=True, **real_kwargs)
-            return KernelHandle.of_launch(self, kwargs, compiled)
+            return KernelHandle.of_launch(self, args, kwargs, compiled)
         launched = mode.launch(self, grid, args, kwargs)
-        return KernelHandle.of_launch(self, kwargs) if launched is None else launched
+        return KernelHandle.of_launch(self, args, kwargs) if launched is None else launched
 
     return routed_run
 
@@ -95,14 +95,18 @@ class KernelHandle:
         self._kernel, self._options, self._compiled = kernel, options, compiled
 
     @classmethod
-    def of_launch(cls, kernel: JITFunction | Autotuner, kwargs: dict, compiled: Any = None) -> "KernelHandle":
-        # Tensors are left out (a launch passes them again); a size's stand-in kept here is replaced by its value
-        # when the trace ends (trace/escapes.py), which is what the compiled kernel would have fixed.
-        options = {k: v for k, v in kwargs.items() if not _holds_tensor(v)}
+    def of_launch(cls, kernel: JITFunction | Autotuner, args: tuple, kwargs: dict,
+                  compiled: Any = None) -> "KernelHandle":
+        # The constexprs given by position, and every keyword but tensors (a launch passes them again); a size's
+        # stand-in kept here is replaced by its value when the trace ends (trace/escapes.py), which is what the
+        # compiled kernel would have fixed.
+        jit = base_kernel(kernel, TypeError)
+        options = {p.name: a for p, a in zip(jit.params, args) if p.is_constexpr}
+        options.update((k, v) for k, v in kwargs.items() if not _holds_tensor(v))
         config = getattr(kernel, "best_config", None) if isinstance(kernel, Autotuner) else None
         if config is not None:
             options.update(config.all_kwargs())
-        return cls(base_kernel(kernel, TypeError), options, compiled)
+        return cls(jit, options, compiled)
 
     def __getitem__(self, grid):
         def launch(*args, stream=None):
