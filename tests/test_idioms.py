@@ -162,12 +162,14 @@ def _launch_config(n: int) -> dict:
 
 _MEMO: dict = {}
 _LAST = {"n": None}
+_KEYED: dict = {}  # keyed by nested tuples of sizes, as FlagGems' launch cache is
 
 
 def _memo_block(n: int) -> tuple:
     if n not in _MEMO:
         _MEMO[n] = (triton.next_power_of_2(n), n // 2)
     _LAST["n"] = n
+    _KEYED[(("n", n), ("half", n // 2))] = n
     return _MEMO[n]
 
 
@@ -187,6 +189,7 @@ def cached_configs_2(scale: float, y: torch.Tensor) -> torch.Tensor:
 def test_nothing_a_trace_makes_stays_in_user_state():
     _launch_config.cache_clear()
     _MEMO.clear()
+    _KEYED.clear()
     x = torch.randn(100)
     torch.testing.assert_close(cached_configs(x, 2.0), 2 * x)
     cached_configs.trace(x, 2.0)
@@ -194,6 +197,8 @@ def test_nothing_a_trace_makes_stays_in_user_state():
     assert json.dumps(_launch_config(100)) == '{"BLOCK": 128, "n": 100}'
     assert _MEMO == {100: (128, 50)} and all(type(v) is int for v in (*_MEMO, *_MEMO[100]))
     assert type(_LAST["n"]) is int
+    assert _KEYED == {(("n", 100), ("half", 50)): 100}
+    assert all(type(v) is int for key in _KEYED for _, v in key) and type(_KEYED[(("n", 100), ("half", 50))]) is int
     # Another op calling the same helper: its plan reads its own arguments.
     y = torch.randn(100)
     torch.testing.assert_close(cached_configs_2(3.0, y), 3 * y)

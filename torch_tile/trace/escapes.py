@@ -25,7 +25,9 @@ from .._errors import TraceError
 
 DROP = object()  # what ``value_of`` gives for a stand-in with no value outside its trace (a tensor the body made)
 _MAX_DEPTH = 4  # tuples of tuples of ... a stand-in: how far up immutable holders are followed
-_NOT_STATE = (types.FrameType, types.TracebackType)  # a finished body's frames, an exception's traceback
+# A finished body's frames, an exception's traceback, and generators: settling's own walk over an immutable
+# holder's holders is one (it refers to the holder it is at).
+_NOT_STATE = (types.FrameType, types.TracebackType, types.GeneratorType)
 
 
 class ReleasedTrace:
