@@ -22,6 +22,8 @@ import triton
 import triton.language as tl
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.library import wrap_triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler.compiler import ASTSource
 
 import torch_tile as tt
 from torch_tile.trace.expr import Op, substitute
@@ -591,6 +593,33 @@ def test_a_kernel_a_library_keeps_from_a_launch_launches_again(device, every_par
     with _without_torch_tile(device):
         kept(x, out, 50, 3.0)
     torch.testing.assert_close(out, 3 * x)
+
+
+# A kernel compiled outside torch_tile (for sm_90, which needs no GPU to compile), kept by the program.
+_COMPILED_OUTSIDE = triton.compile(
+    ASTSource(_scale_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "scale": "fp32", "BLOCK": "constexpr"},
+              {"BLOCK": 64}), target=GPUTarget("cuda", 90, 32))
+
+
+def _through_a_compiled_kernel(x: torch.Tensor, every_parameter: bool) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    args = (x, out, n, 2.0, 64) if every_parameter else (x, out, n, 2.0)
+    _COMPILED_OUTSIDE[(triton.cdiv(n, 64), 1, 1)](*args)
+    return out
+
+
+through_a_compiled_kernel = tt.op(f"{NS}::through_a_compiled_kernel", _through_a_compiled_kernel, fallback=False)
+
+
+@pytest.mark.parametrize("every_parameter", [True, False])
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_compiled_kernel_launched_in_a_body_is_a_launch_of_its_function(device, every_parameter):
+    for n in (100, 300):
+        x = torch.randn(n, device=device)
+        torch.testing.assert_close(through_a_compiled_kernel(x, every_parameter), 2 * x)
+    plan = through_a_compiled_kernel.trace(x, every_parameter)
+    assert [launch.kernel_name for launch in plan.launches] == ["_scale_kernel"]
 
 
 # -- a torch.compile'd helper ------------------------------------------------------------------------------------

@@ -153,6 +153,10 @@ def _routed_compiled_launch(original_getitem):
                             "function is launched in a torch_tile op body; launch the @triton.jit kernel itself")
         metadata = self.metadata
         options = {k: getattr(metadata, k) for k in _COMPILED_OPTIONS if getattr(metadata, k, None) is not None}
+        # Its constexprs, which Triton 3.7+ does not pass again (ASTSource.constants: {(index,): value}).
+        params = kernel.params
+        options.update((params[key[0]].name, value) for key, value in getattr(src, "constants", {}).items()
+                       if len(key) == 1 and key[0] < len(params) and params[key[0]].is_constexpr)
         return KernelHandle(kernel, options)[grid]
     return getitem
 
