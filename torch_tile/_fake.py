@@ -23,6 +23,7 @@ from torch.fx.experimental.symbolic_shapes import guard_or_false
 from . import _C
 from .trace.call_arguments import check_call_arguments, flat_arguments
 from .trace.expr import evaluate
+from .trace.symbolic_shapes import optional_hint
 from ._launch_mode import SkipLaunches, launch_mode
 from ._plan import AllocKind, ArgKind, AtenArgKind, StepKind
 
@@ -30,27 +31,22 @@ if TYPE_CHECKING:
     from ._op import TileOp
 
 
-def _hint(v):
-    """The concrete value behind an int or SymInt (None for an unbacked SymInt)."""
-    return v.node.hint if isinstance(v, torch.SymInt) else v
-
-
 def _hinted(value):
     """A meta tensor (or int) with the concrete values behind ``value``'s SymInts."""
     if isinstance(value, (list, tuple)):
         return [_hinted(v) for v in value]
     if isinstance(value, torch.Tensor):
-        sizes = [_hint(s) for s in value.shape]
-        strides = [_hint(s) for s in value.stride()]
+        sizes = [optional_hint(s) for s in value.shape]
+        strides = [optional_hint(s) for s in value.stride()]
         with unset_fake_temporarily():
             return torch.empty_strided(sizes, strides, dtype=value.dtype, device="meta")
-    return _hint(value)
+    return optional_hint(value)
 
 
 def _all_hinted(args) -> bool:
     for a in flat_arguments(args):
         values = [*a.shape, *a.stride()] if isinstance(a, torch.Tensor) else [a]
-        if any(_hint(v) is None for v in values):
+        if any(optional_hint(v) is None for v in values):
             return False
     return True
 

@@ -36,7 +36,7 @@ from .expr import Op, SymbolicInt, encode_int
 from .._launch_mode import SkipLaunches, launch_mode
 from .data_reads import READ_OPERATORS
 from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy, dense_strides, layout_order
-from .symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked
+from .symbolic_shapes import SymbolicShapes, Untranslatable, is_unbacked, optional_hint
 from .state import body_location
 
 A = _plan.AtenArgKind
@@ -329,14 +329,12 @@ class AtenRecorder:
         if decomposition is None:
             raise failure
 
-        def hint(size) -> int:  # the call's value of a size
-            return int(size.node.hint) if isinstance(size, torch.SymInt) else int(size)
-
         def at_hints(value):
             if isinstance(value, torch.Tensor):
-                return torch.empty_strided([hint(s) for s in value.shape], [hint(s) for s in value.stride()],
+                return torch.empty_strided([optional_hint(s) for s in value.shape],
+                                           [optional_hint(s) for s in value.stride()],
                                            dtype=value.dtype, device=value.device)
-            return hint(value) if isinstance(value, torch.SymInt) else value
+            return optional_hint(value) if isinstance(value, torch.SymInt) else value
 
         try:
             with _quiet_meta_failures(), _ThroughDecompositions():
@@ -346,8 +344,9 @@ class AtenRecorder:
             raise failure from None
         got, want = pytree.tree_leaves(out), pytree.tree_leaves(expected)
         if len(got) != len(want) or any(
-                not isinstance(g, torch.Tensor) or g.dtype != w.dtype or [hint(s) for s in g.shape] != list(w.shape)
-                or [hint(s) for s in g.stride()] != list(w.stride()) for g, w in zip(got, want)):
+                not isinstance(g, torch.Tensor) or g.dtype != w.dtype
+                or [optional_hint(s) for s in g.shape] != list(w.shape)
+                or [optional_hint(s) for s in g.stride()] != list(w.stride()) for g, w in zip(got, want)):
             raise failure
         return out
 

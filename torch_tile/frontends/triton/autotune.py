@@ -126,7 +126,15 @@ def _fields(config: triton.Config) -> dict:
 def choose(tuner: Autotuner, named: dict[str, Any], kwargs: dict, device: torch.device,
            tune: Optional[Callable[[], triton.Config]], error: Callable[[str], Exception]) -> triton.Config:
     """The config for this call's tuning key. ``tune()`` runs the autotuner on the call's real arguments and
-    returns its choice (None: nothing can be timed here, e.g. fake or CPU tensors)."""
+    returns its choice (None: nothing can be timed here, e.g. fake or CPU tensors). The tuner's ``best_config`` is
+    left on it, as Triton's run leaves it: libraries read it after a launch (FlagGems' libentry)."""
+    config = _choice(tuner, named, kwargs, device, tune, error)
+    tuner.best_config = config
+    return config
+
+
+def _choice(tuner: Autotuner, named: dict[str, Any], kwargs: dict, device: torch.device,
+            tune: Optional[Callable[[], triton.Config]], error: Callable[[str], Exception]) -> triton.Config:
     global tunings_run
     key = tuning_key(tuner, named)
     if len(tuner.configs) == 1:

@@ -74,7 +74,6 @@ class InterpretLaunches(LaunchMode):
             jit = base_kernel(kernel, NotImplementedError)
             named = {**dict(zip(jit.arg_names, args)), **{k: v for k, v in kwargs.items() if k in jit.arg_names}}
             config = choose(kernel, named, kwargs, torch.device("cpu"), None, NotImplementedError)
-            kernel.best_config = config  # as Triton's run leaves it
             kwargs = {**kwargs, **config.all_kwargs()}
             if config.pre_hook is not None:
                 config.pre_hook({**named, **kwargs})

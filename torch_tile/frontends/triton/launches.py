@@ -134,9 +134,7 @@ class KernelHandle:
 
 
 def _holds_tensor(value: Any) -> bool:
-    if isinstance(value, tuple):
-        return any(_holds_tensor(v) for v in value)
-    return isinstance(value, (TensorProxy, torch.Tensor, TensorDescriptor))
+    return any(isinstance(leaf, (TensorProxy, torch.Tensor, TensorDescriptor)) for _, leaf in tuples.leaves(value))
 
 
 def _routed_compiled_launch(original_getitem):

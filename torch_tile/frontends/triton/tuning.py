@@ -36,7 +36,6 @@ def autotuned(tracer, tuner: Autotuner, grid, args: tuple, kwargs: dict):
         except TraceError as e:
             raise tracer.error(f"the pre_hook of autotune config {config} of {jit.fn.__name__} can only set "
                                f"launch arguments such as descriptor block shapes: {e}") from None
-    tuner.best_config = config  # as Triton's run leaves it: libraries read it after a launch (FlagGems' libentry)
     return jit, with_heuristics(tuner, args, {**kwargs, **config.all_kwargs()})
 
 
