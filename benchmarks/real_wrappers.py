@@ -2,6 +2,7 @@
 
     python benchmarks/real_wrappers.py [--iters N] [--repeats R] [--out DIR] [--corpora NAME,...]
     python benchmarks/real_wrappers.py --cpu-classify [--jobs 2] [--out DIR]   # no GPU: classification only
+    python benchmarks/real_wrappers.py --corpora corpus_fla --entries 'rwkv|hgrn'  # some entries only
 
 The corpora are tests/liger_corpus.py (Liger-Kernel and the Triton tutorials), tests/corpus_fla.py,
 tests/corpus_conch.py, tests/corpus_cut_cross_entropy.py and tests/corpus_torchao.py (tests/wrapper_corpus.py is
@@ -294,7 +295,8 @@ def _time_entry(entry, case, device, iters: int, repeats: int, seconds: float) -
             "spread_us": {k: [v["best"], v["worst"]] for k, v in m.items()}}
 
 
-def worker(corpus: str, mode: str, results: str, iters: int, repeats: int, seconds: float) -> None:
+def worker(corpus: str, mode: str, results: str, iters: int, repeats: int, seconds: float,
+           entries_pattern: str = "") -> None:
     """Classifies (and on CUDA times) one corpus's entries, writing one JSON line per event to ``results``:
     "skipped" (the library is missing), "entries" (all of them, before any runs), "start" (an entry begins) and
     "row" (its result). The parent reads the file, also after a crash."""
@@ -315,7 +317,7 @@ def worker(corpus: str, mode: str, results: str, iters: int, repeats: int, secon
             emit(kind="skipped", reason=_line(e))
             return
         raise
-    entries = module.ENTRIES
+    entries = [e for e in module.ENTRIES if re.search(entries_pattern, e.qualname)]
     emit(kind="entries", entries=[{"qualname": e.qualname, "library": e.namespace, "wrapper": e.wrapper}
                                   for e in entries])
     device = torch.device("cuda", torch.cuda.current_device()) if mode == "cuda" else torch.device("cpu")
@@ -413,7 +415,7 @@ def _how_it_ended(rc: int | None, timed_out: bool, timeout: float) -> str:
 
 
 def run_corpora(corpora: list, mode: str, jobs: int, timeout: float, iters: int, repeats: int,
-                seconds: float) -> tuple[list, list]:
+                seconds: float, entries_pattern: str = "") -> tuple[list, list]:
     """Runs each corpus in a subprocess of this script (``jobs`` at a time), each in its own process group,
     killed (that group) past ``timeout`` seconds; returns all rows and one record per corpus."""
     workdir = tempfile.mkdtemp(prefix="real_wrappers_")
@@ -431,7 +433,7 @@ def run_corpora(corpora: list, mode: str, jobs: int, timeout: float, iters: int,
             results, log = (os.path.join(workdir, f"{corpus}.{ext}") for ext in ("jsonl", "log"))
             command = [sys.executable, os.path.abspath(__file__), "--worker", corpus, "--mode", mode,
                        "--results", results, "--iters", str(iters), "--repeats", str(repeats),
-                       "--entry-seconds", str(seconds)]
+                       "--entry-seconds", str(seconds), "--entries", entries_pattern]
             with open(log, "w") as log_file:
                 process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env,
                                            start_new_session=True)
@@ -575,6 +577,8 @@ def main() -> None:
                         help="about how long one entry's timing may take (caps its calls per round)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     parser.add_argument("--corpora", default=",".join(CORPORA), help="comma-separated, of: " + ", ".join(CORPORA))
+    parser.add_argument("--entries", default="",
+                        help="a regular expression: only entries whose qualname it matches (re.search) run")
     parser.add_argument("--cpu-classify", action="store_true",
                         help="classify every entry on CPU (Triton's interpreter); no timing, no GPU needed")
     parser.add_argument("--jobs", type=int, default=None,
@@ -587,7 +591,7 @@ def main() -> None:
     parser.add_argument("--results", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.mode, args.results, args.iters, args.repeats, args.entry_seconds)
+        worker(args.worker, args.mode, args.results, args.iters, args.repeats, args.entry_seconds, args.entries)
         return
     mode = "cpu" if args.cpu_classify else "cuda"
     if mode == "cuda" and not torch.cuda.is_available():
@@ -602,7 +606,8 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     started = time.monotonic()
     steps = step_costs(args.iters * 10, args.repeats) if mode == "cuda" else {}
-    rows, infos = run_corpora(corpora, mode, jobs, timeout, args.iters, args.repeats, args.entry_seconds)
+    rows, infos = run_corpora(corpora, mode, jobs, timeout, args.iters, args.repeats, args.entry_seconds,
+                              args.entries)
     report(rows, infos, steps, mode, args.out, time.monotonic() - started)
 
 

@@ -560,7 +560,7 @@ class _KeptLaunches:
             return
         compiled, constexprs = self.kept[key]
         args = (x, out, n, scale, *constexprs.values()) if self.every_parameter else (x, out, n, scale)
-        compiled[grid(constexprs)](*args)
+        compiled[(*grid(constexprs), 1, 1)[:3]](*args)  # a CompiledKernel takes a grid of three
 
 
 _KEPT_LAUNCHES = {(tuned, every): _KeptLaunches(_tuned_scale_kernel if tuned else _scale_kernel, every)
