@@ -404,7 +404,7 @@ def reads_item(x: torch.Tensor) -> torch.Tensor:
 @tt.op(f"{NS}::address_arith")
 def address_arith(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
-    x.data_ptr() + 16
+    x.data_ptr() * 2
     return out
 
 
@@ -437,7 +437,7 @@ def foreign_tensor(x: torch.Tensor) -> torch.Tensor:
     "op, args, needle, message",
     [
         (reads_item, (), ".item()", "reads a torch.float32 value from the tensors' data"),
-        (address_arith, (), "x.data_ptr() + 16", "is an address: a launch plan takes it as a value or checks its"),
+        (address_arith, (), "x.data_ptr() * 2", "is an address: a launch plan takes it as a value or checks its"),
         (other_device_copy, (), "x.to(", "argument 'device' of `aten._to_copy.default` is meta"),
         (no_device, (), "torch.empty", "allocations in an op body need device="),
         (other_device, (), "torch.empty", "allocation on cuda, but the op's tensors are on cpu"),

@@ -691,6 +691,60 @@ def test_addresses_of_outputs_and_views_are_alignment_guards():
     assert any("x.data_ptr()" in guard.text for guard in aligned_copy.trace(unaligned).guards)
 
 
+@triton.jit
+def _strided_read_kernel(x_ptr, x_stride, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets * x_stride, mask=mask).to(out_ptr.dtype.element_ty),
+             mask=mask)
+
+
+class _StridedBuffer:
+    """A library's pointer object, as FlagGems' ``StridedBuffer``: a tensor's memory from an element of its own
+    (any stride, negative ones too) and of its own dtype, which Triton's launcher takes as a pointer through
+    ``data_ptr()`` and ``dtype``."""
+
+    def __init__(self, base: torch.Tensor, offset: int, dtype=None):
+        self.dtype = dtype or base.dtype
+        self._data_ptr = base.data_ptr() + offset * self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        return self._data_ptr
+
+
+@tt.op(f"{NS}::reversed_through_a_buffer", fallback=False)
+def reversed_through_a_buffer(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+    n = x.numel()
+    last = _StridedBuffer(x, (n - 1) * x.stride(0))  # x's last element, read backwards
+    _strided_read_kernel[(triton.cdiv(n, 64),)](last, -x.stride(0), out, n, BLOCK=64)
+    return out
+
+
+@tt.op(f"{NS}::fp8_bits_as_floats", fallback=False)
+def fp8_bits_as_floats(bits: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(bits.shape, dtype=torch.float32, device=bits.device)
+    _strided_read_kernel[(triton.cdiv(bits.numel(), 64),)](triton.reinterpret(bits, tl.float8e5), 1, out, bits.numel(),
+                                                     BLOCK=64)
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_objects_with_data_ptr_and_dtype_are_pointers(device):
+    x = torch.randn(300, device=device)
+    plan = reversed_through_a_buffer.trace(x)
+    assert not plan.fallback and [launch.kernel_name for launch in plan.launches] == ["_strided_read_kernel"]
+    if device == "cuda":  # Triton's interpreter (the CPU path) reads a pointer object as its tensor
+        for x in (x, torch.randn(7, device=device), torch.randn(601, device=device)[1::2],
+                  torch.arange(40, dtype=torch.int32, device=device)):
+            torch.testing.assert_close(reversed_through_a_buffer(x), x.flip(0).float())
+    bits = torch.randint(0, 256, (100,), dtype=torch.uint8, device=device)
+    bits[~bits.view(torch.float8_e5m2).float().isfinite()] = 0  # the interpreter converts no inf or nan
+    for bits in (bits, bits[3:]):
+        assert not fp8_bits_as_floats.trace(bits).fallback
+        torch.testing.assert_close(fp8_bits_as_floats(bits), bits.view(torch.float8_e5m2).float())
+
+
 @tt.op(f"{NS}::sizes_as_numbers", fallback=False)
 def sizes_as_numbers(x: torch.Tensor, low: int) -> torch.Tensor:
     """torch functions given sizes and int arguments where numbers go."""

@@ -81,14 +81,37 @@ class SymbolicAddress(SymbolicInt):
     kernel's integer argument), and good for alignment checks (``% n`` and ``& mask``, then a comparison, make an
     alignment guard). ``aligned_code``: what the guard reads, known before the plan makes anything: an
     argument's address plus the view's offset, or for a tensor the plan makes, its offset from an allocation
-    whose address is a multiple of ``alignment`` (0 for an argument's address)."""
+    whose address is a multiple of ``alignment`` (0 for an argument's address). An address plus or minus a
+    number of bytes is one too (a library's pointer into a tensor: Triton takes an object with ``data_ptr()`` and
+    ``dtype`` as a pointer): ``tensor`` is the tensor it points into, ``displacement`` the bytes past its
+    address."""
 
-    __slots__ = ("alignment", "aligned_code")
+    __slots__ = ("alignment", "aligned_code", "tensor", "displacement")
 
-    def __init__(self, code, text: str, value: int, sink, aligned_code, alignment: int = 0):
+    def __init__(self, code, text: str, value: int, sink, aligned_code, alignment: int = 0,
+                 tensor: Optional["TensorProxy"] = None, displacement: Any = 0):
         super().__init__(code, text, value, sink)
         self.aligned_code = aligned_code
         self.alignment = alignment
+        self.tensor = tensor
+        self.displacement = displacement
+
+    def _displaced(self, delta, symbol: str):
+        if isinstance(delta, SymbolicAddress) or not isinstance(delta, int):
+            return self._refuse()  # the distance of two addresses, or a scaled one, is not an address
+        signed = delta if symbol == "+" else -delta
+        value = SymbolicInt(self.code, self.text, self.value, self.sink) + signed
+        aligned = SymbolicInt(self.aligned_code, self.text, self.value, self.sink) + signed
+        return SymbolicAddress(value.code, f"({self.text} {symbol} {getattr(delta, 'text', delta)})", value.value,
+                               self.sink, aligned.code, self.alignment, self.tensor, self.displacement + signed)
+
+    def __add__(self, delta):
+        return self._displaced(delta, "+")
+
+    __radd__ = __add__
+
+    def __sub__(self, delta):
+        return self._displaced(delta, "-")
 
     def _refuse(self, *_args, **_kwargs):
         raise self.sink.error(f"`{self.text}` is an address: a launch plan takes it as a value or checks its "
@@ -108,7 +131,7 @@ class SymbolicAddress(SymbolicInt):
         self._within_alignment(o + 1 if isinstance(o, int) else o)
         return SymbolicInt(self.aligned_code, self.text, self.value, self.sink) & o
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __floordiv__ = __rmod__ = _refuse
+    __rsub__ = __mul__ = __rmul__ = __floordiv__ = __rmod__ = _refuse
     __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __lshift__ = __rshift__ = __neg__ = _refuse
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __bool__ = __index__ = __int__ = __float__ = _refuse
     __hash__ = None  # type: ignore[assignment]

@@ -472,7 +472,26 @@ class Tracer(GuardSink, LaunchMode):
             base, alignment = SymbolicInt((Op.CONST, 0), "0", 0, self), _stand_ins.ALLOCATION_ALIGNMENT
         aligned = base + offset
         return _stand_ins.SymbolicAddress((Op.DATA_PTR, proxy._slot), name, aligned.value, self, aligned.code,
-                                          alignment=alignment)
+                                          alignment=alignment, tensor=proxy)
+
+    def pointer_view(self, address, dtype: torch.dtype, where: str) -> TensorProxy:
+        """What an object with ``data_ptr()`` and ``dtype`` points at, which Triton's launcher takes as a pointer
+        of that type: a view of one element of ``dtype`` at ``address``, in the tensor the address is of (an
+        element of the same width, whole elements past its address); none where that tensor has no element."""
+        tensor = getattr(address, "tensor", None)
+        if tensor is None:
+            raise self.error(f"{where} receives an object whose data_ptr() is {address!r}, memory the op did not "
+                             "take or allocate; pass the tensor (or a view of it)")
+        width = dtype.itemsize
+        if tensor._meta.dtype.itemsize != width:
+            raise self.error(f"{where} receives a {dtype} pointer into a {tensor._meta.dtype} tensor; a launch plan "
+                             "reads a tensor's memory as elements of its own width")
+        if address.displacement % width != 0:  # a guard where the displacement is symbolic
+            raise self.error(f"{where} receives a {dtype} pointer {address.displacement} bytes into a tensor: "
+                             f"not a whole number of {width}-byte elements")
+        size = _expr.sym_min(math.prod(tensor.size()), 1)
+        meta = _stand_ins.TensorMeta([int(getattr(size, "value", size))], [1], dtype)
+        return self.add_view(tensor, meta, [size], [1], address.displacement // width)
 
     def factory(self, func, args: tuple, kwargs: dict) -> TensorProxy:
         name, zero = _FACTORIES[func]
