@@ -563,6 +563,8 @@ class _KeptLaunches:
         compiled[(*grid(constexprs), 1, 1)[:3]](*args)  # a CompiledKernel takes a grid of three
 
 
+# Triton up to 3.6 passes a compiled kernel every parameter, later versions the non-constexpr ones.
+_COMPILED_KERNELS_TAKE_CONSTEXPRS = tuple(int(v) for v in triton.__version__.split(".")[:2]) < (3, 7)
 _KEPT_LAUNCHES = {(tuned, every): _KeptLaunches(_tuned_scale_kernel if tuned else _scale_kernel, every)
                   for tuned in (True, False) for every in (True, False)}
 
@@ -588,6 +590,8 @@ def test_a_kernel_a_library_keeps_from_a_launch_launches_again(device, every_par
         x = torch.randn(n, device=device)
         torch.testing.assert_close(through_kept_launches(x, tuned, every_parameter), 3 * x)
         assert len(through_kept_launches.trace(x, tuned, every_parameter).launches) == 1  # the kept one
+    if device == "cuda" and every_parameter != _COMPILED_KERNELS_TAKE_CONSTEXPRS:
+        return  # this library's own launches of the compiled kernel are written for another version of Triton
     # The library's own later calls work with what the op's calls left in its cache.
     x, out = torch.randn(50, device=device), torch.empty(50, device=device)
     with _without_torch_tile(device):
