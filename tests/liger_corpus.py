@@ -24,7 +24,6 @@ torch_tile cannot define yet fails alone, with its own error.
 """
 
 import math
-from dataclasses import replace
 from typing import List, Optional, Tuple
 
 import torch
@@ -63,7 +62,7 @@ from liger_kernel.ops.tvd import tv_distance_forward_triton
 import triton_tutorials as tutorials
 
 from wrapper_corpus import READS_FLOAT, Case, Entry, Inputs as _Inputs, Refusal, Tensor, bf16, f16, \
-    f32, outputs, strided
+    f32, outputs, refused, strided
 
 
 def _contiguous(*values):
@@ -84,11 +83,6 @@ def _no_bf16_on_cpu(dtype) -> str:
 
 def _case(id, make, dtype=f32, gpu_only=""):
     return Case(id, make, dtype, gpu_only or _no_bf16_on_cpu(dtype))
-
-
-def _refused(case: Case, refused: Refusal, because: str) -> Case:
-    """The case, refused by torch_tile (while the entry's other cases work)."""
-    return replace(case, refused=refused, refused_because=because)
 
 
 # How torch_tile refuses what no launch plan can hold (the mechanisms; each entry says why it applies).
@@ -1037,7 +1031,7 @@ ENTRIES: List[Entry] = [
         _rope_case("f32-hf-layout"),
         _rope_case("f16-hf-layout", f16),
         # the same op on another layout: now nothing writes q, so the declared mutation is refused instead
-        _refused(_rope_case("f32-bhsd-contiguous", hf_layout=False), DECLARED_NOT_WRITTEN, ROPE_ALIASING),
+        refused(_rope_case("f32-bhsd-contiguous", hf_layout=False), DECLARED_NOT_WRITTEN, ROPE_ALIASING),
         _rope_case("f32-partial-rotary", rd=8),
         _rope_case("f32-per-batch-cos", cos_batch=2),
         _rope_case("bf16-hf-layout", bf16),
@@ -1068,11 +1062,11 @@ ENTRIES: List[Entry] = [
         _ce_case("f32-mean"),
         _ce_case("f16-sum", f16, reduction="sum"),
         _ce_case("f32-none", reduction="none"),
-        _refused(_ce_case("f32-weight", weight=True), READS_FLOAT,
+        refused(_ce_case("f32-weight", weight=True), READS_FLOAT,
                  "with weights the wrapper reads a float on the host: weight.sum().item()"),
         _ce_case("f32-label-smoothing", smoothing=0.1),
         _ce_case("f32-softcap", softcap=30.0),
-        _refused(_ce_case("f32-strided-logits", BT=8, V=64, layout=strided), DECLARED_NOT_WRITTEN_LOGITS,
+        refused(_ce_case("f32-strided-logits", BT=8, V=64, layout=strided), DECLARED_NOT_WRITTEN_LOGITS,
                  "strided logits are copied (contiguous()) and the kernel writes the copy, not the declared logits"),
         _ce_case("bf16-mean", bf16),
     ], mutates_args=("logits",), tol_scale=10,

@@ -63,7 +63,6 @@ class Refusal:
 
 
 # Why no plan holds some real wrappers (the mechanisms; each entry using one says why it applies).
-READS_DATA = Refusal(torch_tile.TraceError, r"depends on the tensors' data")
 TAKES_ITS_OWN_GRADIENT = Refusal(RuntimeError, r"does not require grad|does not have a grad_fn", fallback=True)
 READS_FLOAT = Refusal(torch_tile.TraceError,
                       r"value from the tensors' data; a launch plan reads integers and bools only")
