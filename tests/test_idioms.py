@@ -738,10 +738,9 @@ def test_objects_with_data_ptr_and_dtype_are_pointers(device):
     x = torch.randn(300, device=device)
     plan = reversed_through_a_buffer.trace(x)
     assert not plan.fallback and [launch.kernel_name for launch in plan.launches] == ["_strided_read_kernel"]
-    if device == "cuda":  # Triton's interpreter (the CPU path) reads a pointer object as its tensor
-        for x in (x, torch.randn(7, device=device), torch.randn(601, device=device)[1::2],
-                  torch.arange(40, dtype=torch.int32, device=device)):
-            torch.testing.assert_close(reversed_through_a_buffer(x), x.flip(0).float())
+    for x in (x, torch.randn(7, device=device), torch.randn(601, device=device)[1::2],
+              torch.arange(40, dtype=torch.int32, device=device)):
+        torch.testing.assert_close(reversed_through_a_buffer(x), x.flip(0).float())
     bits = torch.randint(0, 256, (100,), dtype=torch.uint8, device=device)
     bits[~bits.view(torch.float8_e5m2).float().isfinite()] = 0  # the interpreter converts no inf or nan
     for bits in (bits, bits[3:]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import types
 from typing import Any, Optional
 
@@ -11,7 +12,7 @@ import triton.compiler.code_generator  # noqa: F401  (snapshots tl's builtins: i
 import triton.language as tl
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.interpreter import InterpretedFunction, _patch_lang
-from triton.runtime.jit import JITFunction
+from triton.runtime.jit import JITFunction, TensorWrapper
 
 from . import descriptors
 from .codegen_lock import interpretation, source_parsing
@@ -20,13 +21,26 @@ from ..._launch_mode import LaunchMode
 from ..frontend import InterpretLaunches as InterpretedLaunches
 from ...trace.state import body_location
 from .autotune import base_kernel, choose, with_heuristics
-from .tuples import leaves
+from .tuples import leaves, map_leaves
 
 
 # Dtypes Triton's interpreter computes wrongly (numpy has no bfloat16 or fp8:
 # their bits are read as other types), refused on the CPU path.
 _NOT_INTERPRETABLE = frozenset({torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
                                 torch.float8_e5m2fnuz})
+
+
+def _interpretable(value: Any) -> Any:
+    """A pointer object that is not a tensor (a library's strided buffer: ``data_ptr()`` and a torch ``dtype``,
+    which Triton's launcher takes as a pointer) as a CPU tensor of one element at its address, which Triton's
+    interpreter can run (it reads pointers through their tensors' storages); any other value unchanged."""
+    is_pointer = hasattr(value, "data_ptr") and isinstance(getattr(value, "dtype", None), torch.dtype)
+    if not is_pointer or isinstance(value, (torch.Tensor, TensorWrapper)):
+        return value
+    address = value.data_ptr()
+    if not address:  # no memory (an empty tensor's): nothing a kernel reads
+        return torch.empty(0, dtype=value.dtype)
+    return torch.frombuffer((ctypes.c_char * value.dtype.itemsize).from_address(address), dtype=value.dtype)
 
 
 class InterpretLaunches(LaunchMode):
@@ -79,6 +93,8 @@ class InterpretLaunches(LaunchMode):
                 config.pre_hook({**named, **kwargs})
             kwargs = with_heuristics(kernel, args, kwargs)
             kernel = jit
+        args = tuple(map_leaves(_interpretable, a) for a in args)
+        kwargs = {k: map_leaves(_interpretable, v) for k, v in kwargs.items()}
         arguments = [descriptors.tensor_of(leaf) for a in (*args, *kwargs.values()) for _, leaf in leaves(a)]
         for value in arguments:
             if isinstance(value, torch.Tensor) and value.dtype in _NOT_INTERPRETABLE:
