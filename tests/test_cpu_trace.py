@@ -433,6 +433,37 @@ def foreign_tensor(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+class _PointerObject:
+    """What Triton's launcher takes as a pointer besides a tensor: an object with data_ptr() and dtype."""
+
+    def __init__(self, address, dtype: torch.dtype):
+        self.address, self.dtype = address, dtype
+
+    def data_ptr(self):
+        return self.address
+
+
+@tt.op(f"{NS}::foreign_pointer")
+def foreign_pointer(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    negate_kernel[(1,)](_PointerObject(_GLOBAL_TENSOR.data_ptr(), torch.float32), out, 16, BLOCK=16)
+    return out
+
+
+@tt.op(f"{NS}::wider_pointer")
+def wider_pointer(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    negate_kernel[(1,)](_PointerObject(x.data_ptr(), torch.float64), out, 8, BLOCK=16)
+    return out
+
+
+@tt.op(f"{NS}::pointer_between_elements")
+def pointer_between_elements(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    negate_kernel[(1,)](_PointerObject(x.data_ptr() + 2, torch.float32), out, 8, BLOCK=16)
+    return out
+
+
 @pytest.mark.parametrize(
     "op, args, needle, message",
     [
@@ -442,6 +473,9 @@ def foreign_tensor(x: torch.Tensor) -> torch.Tensor:
         (no_device, (), "torch.empty", "allocations in an op body need device="),
         (other_device, (), "torch.empty", "allocation on cuda, but the op's tensors are on cpu"),
         (foreign_tensor, (), "negate_kernel[", "receives a tensor the op did not take or allocate"),
+        (foreign_pointer, (), "negate_kernel[", "memory the op did not take or allocate"),
+        (wider_pointer, (), "negate_kernel[", "receives a torch.float64 pointer into a torch.float32 tensor"),
+        (pointer_between_elements, (), "negate_kernel[", "pointer 2 bytes into a tensor: not a whole number"),
     ],
     ids=lambda v: v.name if isinstance(v, tt.TileOp) else None,
 )

@@ -490,7 +490,7 @@ class Tracer(GuardSink, LaunchMode):
             raise self.error(f"{where} receives a {dtype} pointer {address.displacement} bytes into a tensor: "
                              f"not a whole number of {width}-byte elements")
         size = _expr.sym_min(math.prod(tensor.size()), 1)
-        meta = _stand_ins.TensorMeta([int(getattr(size, "value", size))], [1], dtype)
+        meta = TensorMeta([int(getattr(size, "value", size))], [1], dtype)
         return self.add_view(tensor, meta, [size], [1], address.displacement // width)
 
     def factory(self, func, args: tuple, kwargs: dict) -> TensorProxy:

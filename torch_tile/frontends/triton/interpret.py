@@ -14,7 +14,7 @@ from triton.runtime.autotuner import Autotuner
 from triton.runtime.interpreter import InterpretedFunction, _patch_lang
 from triton.runtime.jit import JITFunction, TensorWrapper
 
-from . import descriptors
+from . import descriptors, pointers
 from .codegen_lock import interpretation, source_parsing
 from ..._errors import KernelError
 from ..._launch_mode import LaunchMode
@@ -31,16 +31,18 @@ _NOT_INTERPRETABLE = frozenset({torch.bfloat16, torch.float8_e4m3fn, torch.float
 
 
 def _interpretable(value: Any) -> Any:
-    """A pointer object that is not a tensor (a library's strided buffer: ``data_ptr()`` and a torch ``dtype``,
-    which Triton's launcher takes as a pointer) as a CPU tensor of one element at its address, which Triton's
-    interpreter can run (it reads pointers through their tensors' storages); any other value unchanged."""
-    is_pointer = hasattr(value, "data_ptr") and isinstance(getattr(value, "dtype", None), torch.dtype)
-    if not is_pointer or isinstance(value, (torch.Tensor, TensorWrapper)):
+    """A pointer object (``pointers``) as a CPU tensor of one element at its address, which Triton's interpreter
+    can run (it reads a pointer's memory through its tensor's storage; it runs a TensorWrapper itself); any other
+    value unchanged."""
+    if not pointers.is_pointer_object(value) or isinstance(value, TensorWrapper):
+        return value
+    dtype = pointers.element_dtype(value)
+    if dtype is None:
         return value
     address = value.data_ptr()
     if not address:  # no memory (an empty tensor's): nothing a kernel reads
-        return torch.empty(0, dtype=value.dtype)
-    return torch.frombuffer((ctypes.c_char * value.dtype.itemsize).from_address(address), dtype=value.dtype)
+        return torch.empty(0, dtype=dtype)
+    return torch.frombuffer((ctypes.c_char * dtype.itemsize).from_address(address), dtype=dtype)
 
 
 class InterpretLaunches(LaunchMode):

@@ -10,13 +10,11 @@ from typing import Any
 
 import torch
 import triton.language as tl
-from triton.runtime.jit import JITFunction, mangle_type
+from triton.runtime.jit import JITFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _plan
-from . import descriptors
-from .compile import Pointer
-from ...trace.call_arguments import KERNEL_DTYPES
+from . import descriptors, pointers
 from ...trace.expr import SymbolicInt
 from ...trace.stand_ins import SymbolicFloat, TensorProxy
 from ...trace.state import body_location
@@ -80,30 +78,14 @@ def record_launch(tracer, kernel, grid, args: tuple, kwargs: dict) -> tuple[_pla
     return step, dict(bound.arguments)
 
 
-# Triton's name of each pointer type a plan can pass, by which a pointer object's Triton dtype is matched to torch's.
-def _torch_dtypes_by_pointer_name() -> dict[str, torch.dtype]:
-    names: dict[str, torch.dtype] = {}
-    for dtype in sorted(KERNEL_DTYPES, key=str):
-        names.setdefault(mangle_type(Pointer(dtype, True)), dtype)
-    return names
-
-
-_TORCH_DTYPE_OF_POINTER = _torch_dtypes_by_pointer_name()
-
-
 def _pointed_at(tracer, where: str, value: Any) -> Any:
-    """An object that is not a tensor but has ``data_ptr()`` and ``dtype``, which Triton's launcher takes as a
-    pointer (``triton.reinterpret``'s TensorWrapper, a library's strided buffer), as the view of the tensor
-    memory it points at; any other value unchanged."""
-    if isinstance(value, torch.Tensor) or not (hasattr(value, "data_ptr") and hasattr(value, "dtype")):
+    """A pointer object (``pointers``) as the view of the tensor memory it points at; any other value unchanged."""
+    if not pointers.is_pointer_object(value):
         return value
-    dtype = value.dtype
-    if not isinstance(dtype, torch.dtype):  # Triton's (a reinterpreted tensor's)
-        try:
-            dtype = _TORCH_DTYPE_OF_POINTER[mangle_type(Pointer(dtype, True))]
-        except Exception:  # noqa: BLE001 - any failure of Triton's naming is this refusal
-            raise tracer.error(f"{where} receives a pointer {value!r} to {dtype!r}, which no torch dtype a launch "
-                               "plan passes matches") from None
+    dtype = pointers.element_dtype(value)
+    if dtype is None:
+        raise tracer.error(f"{where} receives a pointer {value!r} to {value.dtype!r}, which no torch dtype a launch "
+                           "plan passes matches")
     return tracer.pointer_view(value.data_ptr(), dtype, where)
 
 
