@@ -748,6 +748,26 @@ def test_objects_with_data_ptr_and_dtype_are_pointers(device):
         torch.testing.assert_close(fp8_bits_as_floats(bits), bits.view(torch.float8_e5m2).float())
 
 
+class _DevicePointer(_StridedBuffer):
+    """A pointer object that says where its memory is (FlagGems' ``StridedBuffer`` has its base's ``device``)."""
+
+    def __init__(self, base: torch.Tensor, device: str):
+        super().__init__(base, 0)
+        self.device = torch.device(device)
+
+
+@tt.op(f"{NS}::read_through_a_device_pointer", fallback=False)
+def read_through_a_device_pointer(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+    _strided_read_kernel[(1,)](_DevicePointer(x, "cuda"), 1, out, x.numel(), BLOCK=64)
+    return out
+
+
+def test_the_cpu_path_reads_no_pointer_object_into_another_device_s_memory():
+    with pytest.raises(tt.KernelError, match="_strided_read_kernel"):
+        read_through_a_device_pointer(torch.randn(8))
+
+
 @tt.op(f"{NS}::sizes_as_numbers", fallback=False)
 def sizes_as_numbers(x: torch.Tensor, low: int) -> torch.Tensor:
     """torch functions given sizes and int arguments where numbers go."""

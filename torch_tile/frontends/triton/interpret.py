@@ -33,8 +33,11 @@ _NOT_INTERPRETABLE = frozenset({torch.bfloat16, torch.float8_e4m3fn, torch.float
 def _interpretable(value: Any) -> Any:
     """A pointer object (``pointers``) as a CPU tensor of one element at its address, which Triton's interpreter
     can run (it reads a pointer's memory through its tensor's storage; it runs a TensorWrapper itself); any other
-    value unchanged."""
+    value unchanged, as is one that says it points at another device's memory, which the host must not read."""
     if not pointers.is_pointer_object(value) or isinstance(value, TensorWrapper):
+        return value
+    device = getattr(value, "device", None)
+    if device is not None and torch.device(device).type != "cpu":
         return value
     dtype = pointers.element_dtype(value)
     if dtype is None:
