@@ -1026,7 +1026,7 @@ def _run_steps_on_cpu(plan, args: tuple) -> "list | None":
     from torch_tile import _fake
     from torch_tile.trace.expr import evaluate
 
-    scalars, tensors = _fake._scalars(args), list(args)
+    scalars, tensors = _fake.scalars_of(args), list(args)
     for step in plan.order:
         kind = step.kind.name
         if kind == "VIEW":

@@ -31,10 +31,10 @@ if TYPE_CHECKING:
     from ._op import TileOp
 
 
-def _hinted(value):
+def hinted(value):
     """A meta tensor (or int) with the concrete values behind ``value``'s SymInts."""
     if isinstance(value, (list, tuple)):
-        return [_hinted(v) for v in value]
+        return [hinted(v) for v in value]
     if isinstance(value, torch.Tensor):
         sizes = [optional_hint(s) for s in value.shape]
         strides = [optional_hint(s) for s in value.stride()]
@@ -43,7 +43,7 @@ def _hinted(value):
     return optional_hint(value)
 
 
-def _all_hinted(args) -> bool:
+def all_hinted(args) -> bool:
     for a in flat_arguments(args):
         values = [*a.shape, *a.stride()] if isinstance(a, torch.Tensor) else [a]
         if any(optional_hint(v) is None for v in values):
@@ -51,7 +51,7 @@ def _all_hinted(args) -> bool:
     return True
 
 
-def _scalars(args) -> list:
+def scalars_of(args) -> list:
     """The arguments as plan expressions read them (dtypes as their codes)."""
     return [_C.enum_code(a) if isinstance(a, torch.dtype) else a for a in args]
 
@@ -105,15 +105,15 @@ def _copy_of_layout(t: torch.Tensor) -> torch.Tensor:
 
 def fake_call(op: "TileOp", args: tuple):
     check_call_arguments(op, args)  # the devices, before the stand-ins below become meta tensors
-    if not _all_hinted(args):
+    if not all_hinted(args):
         with launch_mode(SkipLaunches()):
             return op.call_body(args)
     device = next((a.device for a in flat_arguments(args) if isinstance(a, torch.Tensor)), None)
-    plan = op.shape_plan(tuple(_hinted(a) for a in args), device)
+    plan = op.shape_plan(tuple(hinted(a) for a in args), device)
     if plan.fallback:  # the body runs per call: on fake tensors here, launches skipped, as for triton_op
         with launch_mode(SkipLaunches()):
             return op.call_body(args)
-    scalars = _scalars(args)
+    scalars = scalars_of(args)
     # Slots: inputs by argument index, the items of Tensor[] arguments, then the tensors the plan makes.
     tensors = [*args, *(t for a, k in zip(args, op.arg_kinds) if k == ArgKind.TENSOR_LIST for t in a)]
     first_made = len(tensors)

@@ -7,8 +7,9 @@ no longer reach the transforms, so an op with a registered backward or vmap rule
 transform enters through (FuncTorchDynamicLayerFrontMode): there the op is its autograd.Function applied, as a
 call of that Function from Python would be:
 
-* grad, vjp, jacrev and their nestings: the registered backward, at each level (the op's own calls below are
-  plain calls: native plans);
+* grad, vjp, jacrev and their nestings: the registered backward (or the backwards of the autograd.Functions the
+  body applies, through their tape: see _training.py), at each level (the op's own calls below are plain calls:
+  native plans);
 * vmap: the op's vmap rule (``TileOp.register_vmap``, as torch.library's), else one call of the op per sample,
   the results stacked;
 * jvp, jacfwd: an error naming the op (tile ops have no forward-mode derivative);
@@ -47,6 +48,8 @@ def _under_transforms(op: "TileOp", values: tuple) -> Any:
         return _functionalized(op, interpreter, values)
     if interpreter.key() in (TransformType.Grad, TransformType.Jvp):
         _refuse_differentiated_lists(op, values)
+    if op.backward_fn is None and op.body_calls_function:  # the autograd.Functions its body applies
+        return op.apply_functions(values)
     return op.autograd_function.apply(*values)
 
 

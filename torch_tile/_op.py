@@ -8,14 +8,15 @@ from typing import Callable, Iterable, Optional, Union
 
 import torch
 
-from . import _C, _fallback, _functorch, _interpreter_exit, _op_names, _plan
+from . import _C, _fallback, _functorch, _interpreter_exit, _op_names, _plan, _training
 from ._errors import TraceError
 from ._fake import fake_call
 from ._launch_mode import launch_mode
 from ._plan import ArgKind
 from .frontends.frontend import InterpretLaunches
 from .trace import NeedsDataValues, TracedOp, Tracer, learn_data_values
-from .trace.backward import SavedLayout, gradient_body
+from .trace.backward import SavedLayout, gradient_body, gradient_schema
+from .trace.functions import TapeLayout, tape_gradient_body, tape_sources
 
 # What the dispatcher and the runtime call in Python (kernels, hooks) is torch_tile's own code, never traced by
 # torch.compile (a graph break would make Dynamo compile it, and meet stand-ins), as torch.library's kernels.
@@ -59,12 +60,15 @@ class TileOp:
     """
 
     def __init__(self, qualname: str, fn: Callable, mutates_args: Union[str, Iterable[str]] = (),
-                 schema: Optional[str] = None, gradient_of: Optional["TileOp"] = None, fallback: bool = True):
+                 schema: Optional[str] = None, gradient_of: Optional["TileOp"] = None, fallback: bool = True,
+                 forward_of: Optional["TileOp"] = None):
         self.namespace, self.name, self.overload_name = _op_names.parse(qualname)  # before anything is registered
         self.qualname = qualname
         self.fn = fn
         # Whether calls whose body no plan can hold run the body itself (_fallback.py); a gradient op's never do.
         self.fallback = fallback and gradient_of is None
+        # The forward op of `forward_of` (see _training.py): called below autograd, its plans keep no backward.
+        self.forward_of = forward_of
         if schema is None:
             schema = torch.library.infer_schema(fn, mutates_args=mutates_args)
         self.schema = schema
@@ -122,8 +126,11 @@ class TileOp:
         self.autograd_function = _autograd_function(self, None, None)
         apply = _autograd_apply(self, self.autograd_function, differentiable=False)
         _C.register_autograd(qualname, self.mutated_args, _entry(apply))
-        self._gradient_ops: dict[SavedLayout, TileOp] = {}  # by the layout of what the forward keeps
+        self._gradient_ops: dict[Union[SavedLayout, TapeLayout], TileOp] = {}  # by the layout the forward keeps
         self._gradient_count = 0
+        self.layout: Optional[Union[SavedLayout, TapeLayout]] = None  # a gradient op's
+        self._forward_op: Optional[TileOp] = None
+        self._tape_function: Optional[type] = None
         # Whether the body calls an autograd.Function (None: no trace has run yet); see differentiates_itself.
         self.body_calls_function: Optional[bool] = None
         self.fallback_calls: dict[str, int] = {}  # why a fallback plan ran the body -> how many calls (explain)
@@ -187,8 +194,9 @@ class TileOp:
         self.vmap_fn = rule
         _functorch.route(self, self._lib, self._lib_name)
 
-    def gradient_op(self, layout: SavedLayout) -> "TileOp":
-        """The op that computes this op's gradients from what a forward kept in ``layout``."""
+    def gradient_op(self, layout: Union[SavedLayout, TapeLayout]) -> "TileOp":
+        """The op that computes this op's gradients from what a forward kept in ``layout``: the registered
+        backward's (a ``SavedLayout``), or the backwards of the Functions the body applies (a ``TapeLayout``)."""
         op = self._gradient_ops.get(layout)
         if op is None:
             self._gradient_count += 1  # names are never reused: a defined op stays defined
@@ -196,10 +204,30 @@ class TileOp:
             overload = f".{self.overload_name}" if self.overload_name else ""
             name = f"{self.namespace}_grad::{self.name}{suffix}{overload}"
             tensor_args = [_plan.value_kind(k) == ArgKind.TENSOR for k in self.arg_kinds]
-            op = TileOp(name, gradient_body(self.qualname, layout, self.backward_fn, tensor_args),
-                        schema=layout.schema(), gradient_of=self)
+            if isinstance(layout, TapeLayout):
+                body = tape_gradient_body(self.qualname, layout, tensor_args)
+                body.sources = tape_sources(layout)
+            else:
+                body = gradient_body(self.qualname, layout, self.backward_fn, tensor_args)
+                body.sources = (self.backward_fn,)
+            op = TileOp(name, body, schema=gradient_schema(layout), gradient_of=self)
+            op.layout = layout
             self._gradient_ops[layout] = op
         return op
+
+    def gradient_op_named(self, qualname: str) -> "TileOp":
+        """The gradient op of this op called ``qualname`` (a plan's ``BackwardSpec.gradient_op``)."""
+        return next(op for op in self._gradient_ops.values() if op.qualname == qualname)
+
+    def forward_op(self) -> "TileOp":
+        """``<ns>_fwd::<name>``: the body returning its outputs and then the tensors its Functions keep, as a
+        ``list[Tensor]`` (the Python path's forward: see _training.py)."""
+        if self._forward_op is None:
+            overload = f".{self.overload_name}" if self.overload_name else ""
+            arguments = self.schema.rsplit("->", 1)[0].strip()
+            self._forward_op = TileOp(f"{self.namespace}_fwd::{self.name}{overload}", _training.forward_body(self),
+                                      schema=f"{arguments} -> Tensor[]", forward_of=self)
+        return self._forward_op
 
     def variant_keys(self, *args, **kwargs) -> list[tuple[int, list[int]]]:
         """``(kernel id, key words)`` of each launch a call with these arguments makes (CPU tensors will do):
@@ -222,9 +250,11 @@ class TileOp:
     @property
     def sources(self) -> tuple:
         """The user functions a trace runs, whose lines name plan steps and
-        errors: the body (a gradient op's: the registered backward) and setup_context."""
+        errors: the body (a gradient op's: the backwards it runs; a forward op's: the op's body) and setup_context."""
         if self.gradient_of is not None:
-            return (self.fn.__wrapped__, self.fn)
+            return (*self.fn.sources, self.fn)
+        if self.forward_of is not None:
+            return (self.forward_of.fn, self.fn)
         return (self.fn,) if self.setup_context_fn is None else (self.fn, self.setup_context_fn)
 
     def __call__(self, *args, **kwargs):
@@ -280,7 +310,10 @@ class TileOp:
     def call_body(self, values) -> object:
         """Runs ``fn`` on one value per schema argument (keyword-only ones by name)."""
         n = len(values) - len(self.kwarg_only)
-        return self.fn(*values[:n], **dict(zip(self.kwarg_only, values[n:])))
+        result = self.fn(*values[:n], **dict(zip(self.kwarg_only, values[n:])))
+        if self.gradient_of is not None and self.num_returns == 1:  # its body returns one gradient per argument
+            (result,) = result
+        return result
 
     def _arguments(self, args: tuple, kwargs: dict) -> tuple:
         """A Python kernel's arguments in schema order, defaults filled in
@@ -292,8 +325,8 @@ class TileOp:
     @_entry
     def _trace(self, args: tuple, may_fall_back: bool) -> _C.LaunchPlan:
         try:
-            return self._traced(Tracer(self.traced_op(), self._values(args)), fall_back=may_fall_back,
-                                may_leave=may_fall_back)
+            return self._traced(Tracer(self.traced_op(), self._values(args), backward=self.forward_of is None),
+                                fall_back=may_fall_back, may_leave=may_fall_back)
         except TraceError as e:
             if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on
                 _C.run_gradient_op_eagerly(self.qualname, str(e))
@@ -335,6 +368,12 @@ class TileOp:
             tracer.release()
         if self.body_calls_function is None:
             self.body_calls_function = False  # a trace that saw a Function.apply set it
+        elif self.body_calls_function and not self._tape_function and self.backward_fn is None and \
+                self.gradient_of is None and self.forward_of is None:
+            # Its calls that need a gradient may now run natively (the plan's tape), the others through Python.
+            self._tape_function = _training.tape_function(self)
+            _C.set_backward(self.qualname, _entry(_autograd_apply(self, self.autograd_function, differentiable=False)))
+            _functorch.route(self, self._lib, self._lib_name)
         return plan
 
     def differentiates_itself(self, args: tuple) -> bool:
@@ -347,6 +386,20 @@ class TileOp:
             # Learns it; the plan is not kept.
             self._traced(Tracer(self.traced_op(), self._values(args), backward=False))
         return bool(self.body_calls_function)
+
+    def apply_functions(self, args: tuple) -> object:
+        """A call that needs a gradient of an op whose body applies autograd.Functions, through Python: their tape
+        (_training.py: the forward op, then the gradient op), or where the plan's gradient cannot be a tape, the
+        body under autograd (the Functions record their own backwards, as when the library is called directly;
+        counted as a fallback call)."""
+        values = self._values(args)
+        tape, why = _training.tape_call(self, values) if self.num_returns else (None, "the op returns nothing")
+        if tape is not None:
+            return _training.apply_tape(self, self._tape_function, args, tape)
+        result = _training.run_body_differentiated(self, values)
+        _C.count_fallback_call()
+        self._fell_back(f"calls that need a gradient run the body under autograd: {why}")
+        return result
 
     def _values(self, args: tuple) -> tuple:
         """Arguments from the dispatcher's stack as the body sees them."""
@@ -381,13 +434,21 @@ class TileOp:
         # path cannot take fails here with the same TraceError (the tracer
         # checks the arguments as the CUDA kernel does).
         args = self._arguments(args, kwargs)
-        plan = self._traced(Tracer(self.traced_op(), args, backward=False))
+        try:
+            plan = self._traced(Tracer(self.traced_op(), args, backward=False))
+        except TraceError as e:
+            if self.gradient_of is None:
+                raise
+            # A backward no plan holds runs eagerly, as the native node runs it (warned once).
+            _C.run_gradient_op_eagerly(self.qualname, str(e))
+            plan = None
         with launch_mode(InterpretLaunches(self)), _fallback.NamingTheOp(self, "run by Triton's interpreter on CPU"):
             # A fallback's body runs as outside torch_tile, with autograd (the CUDA path's does too).
-            result = (_C.run_as_the_caller(lambda: self.call_body(args)) if plan.fallback else self.call_body(args))
+            result = (_C.run_as_the_caller(lambda: self.call_body(args)) if plan is not None and plan.fallback
+                      else self.call_body(args))
         if self.gradient_of is None:  # outputs as the CUDA path returns them (a gradient op's are gradients)
             result = _fallback.checked_result(self, args, result)
-        if plan.fallback:
+        if plan is not None and plan.fallback:
             _C.count_fallback_call()
             self._fell_back(plan.fallback)
         return result
@@ -468,8 +529,13 @@ def _autograd_apply(op: TileOp, function: type, differentiable: bool) -> Callabl
     lists = [i for i, k in enumerate(op.arg_kinds) if k == ArgKind.TENSOR_LIST]
     if lists:
         apply = _refusing_list_gradients(op, lists, apply)
-    if not mutated:
-        return apply if differentiable else _differentiating_through_the_body(op, apply)
+    if mutated:
+        apply = _dropping_written(op, apply)
+    return apply if differentiable else _differentiating_through_the_body(op, apply)
+
+
+def _dropping_written(op: TileOp, apply: Callable) -> Callable:
+    """The op's results from its autograd.Function's, which end with the written arguments it marks dirty."""
     num_outs = op.num_returns
 
     def apply_and_drop_written(*args):
@@ -482,13 +548,13 @@ def _autograd_apply(op: TileOp, function: type, differentiable: bool) -> Callabl
 
 
 def _differentiating_through_the_body(op: TileOp, apply: Callable) -> Callable:
-    """For an op with no registered backward: a call that needs a gradient runs the body under autograd where
-    the body differentiates itself (an autograd.Function in it records its own backward, as when the library is
-    called directly); any other runs ``apply``, whose backward says the op has none."""
+    """For an op with no registered backward: a call that needs a gradient of a body that applies
+    autograd.Functions goes through them (``TileOp.apply_functions``); any other runs ``apply``, whose backward
+    says the op has none."""
     def call(*args):
-        if op.differentiates_itself(args):
-            return _fallback.run_body(op, op._values(args))
-        return apply(*args)
+        if not op.differentiates_itself(args):
+            return apply(*args)
+        return op.apply_functions(args)
 
     return call
 

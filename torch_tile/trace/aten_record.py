@@ -377,7 +377,8 @@ class AtenRecorder:
         if r.dtype.itemsize != base_fake.dtype.itemsize:
             base_offset = base_offset * base_fake.dtype.itemsize // r.dtype.itemsize
         offset = self.shapes.symbolic_int(r.storage_offset() - base_offset, f"{what}.offset")
-        proxy = self.tracer.add_view(base, hints, sizes, strides, offset)
+        proxy = self.tracer.add_view(base, hints, sizes, strides, offset,
+                                     f"{func.namespace}::{func._schema.name.split('::')[-1]}")
         self._bind(proxy, r)
 
     def _slot_of(self, fake, what: str) -> int:

@@ -60,57 +60,82 @@ class SavedLayout:
     num_outputs: int
     num_args: int
 
-    def schema(self) -> str:
-        params = ([f"Tensor saved_{k}" for k in range(self.num_tensors)] +
-                  [f"int int_{k}" for k in range(self.num_ints)] +
-                  [f"float float_{k}" for k in range(self.num_floats)] +
-                  [f"Tensor? grad_{k}" for k in range(self.num_outputs)] + ["int needs_input_grad"])
-        returns = ", ".join(["Tensor"] * self.num_args)
-        return f"({', '.join(params)}) -> " + (returns if self.num_args == 1 else f"({returns})")
+
+def gradient_schema(layout) -> str:
+    """The schema of the gradient op of a layout (a ``SavedLayout``, or a tape's): what the forward kept, one
+    gradient per output, the mask of the arguments needing one; one gradient per argument."""
+    params = ([f"Tensor saved_{k}" for k in range(layout.num_tensors)] +
+              [f"int int_{k}" for k in range(layout.num_ints)] +
+              [f"float float_{k}" for k in range(layout.num_floats)] +
+              [f"Tensor? grad_{k}" for k in range(layout.num_outputs)] + ["int needs_input_grad"])
+    returns = ", ".join(["Tensor"] * layout.num_args)
+    return f"({', '.join(params)}) -> " + (returns if layout.num_args == 1 else f"({returns})")
 
 
 class _Recording:
-    def __init__(self, outputs: list):
+    """What a ctx was given: ``outputs`` are the forward's (known after a Function's forward returns)."""
+
+    def __init__(self, outputs: Optional[list] = None):
         self.outputs = outputs
         self.saved: tuple = ()
         self.attrs: dict[str, Any] = {}
-        self.non_differentiable: set[int] = set()
+        self.marked_non_differentiable: list = []
+        self.dirty: list = []
         self.materialize = True
+
+    @property
+    def non_differentiable(self) -> set[int]:
+        """The outputs marked non-differentiable, by position."""
+        marked = set()
+        for t in self.marked_non_differentiable:
+            index = next((i for i, o in enumerate(self.outputs) if o is t), None)
+            if index is None:
+                raise NotNative("mark_non_differentiable got a tensor that is not an output")
+            marked.add(index)
+        return marked
 
 
 class RecordingContext:
-    """The ``ctx`` a traced ``setup_context`` receives."""
+    """The ``ctx`` a traced ``setup_context`` (or a Function's forward) receives. ``needs_input_grad``: what
+    ``ctx.needs_input_grad`` answers (None: reading it is not native)."""
 
-    def __init__(self, outputs: list):
+    def __init__(self, outputs: Optional[list] = None, needs_input_grad: Optional[Callable[[], tuple]] = None,
+                 tensor_type: type = TensorProxy):
         object.__setattr__(self, "_recording", _Recording(outputs))
+        object.__setattr__(self, "_needs_input_grad", needs_input_grad)
+        object.__setattr__(self, "_tensor_type", tensor_type)  # a trace's stand-ins, or a real run's tensors
 
     def save_for_backward(self, *tensors) -> None:
         for t in tensors:
-            if t is not None and not isinstance(t, TensorProxy):
+            if t is not None and not isinstance(t, self._tensor_type):
                 raise NotNative(f"save_for_backward got a {type(t).__name__}, not a tensor of the op")
         self._recording.saved = tensors
+
+    def save_for_forward(self, *tensors) -> None:  # forward-mode AD only, which tile ops do not do
+        pass
 
     @property
     def saved_tensors(self) -> tuple:
         return self._recording.saved
 
     def mark_non_differentiable(self, *tensors) -> None:
-        outputs = self._recording.outputs
-        for t in tensors:
-            index = next((i for i, o in enumerate(outputs) if o is t), None)
-            if index is None:
-                raise NotNative("mark_non_differentiable got a tensor that is not an output")
-            self._recording.non_differentiable.add(index)
+        self._recording.marked_non_differentiable.extend(tensors)
+        if self._recording.outputs is not None:
+            self._recording.non_differentiable  # noqa: B018 - checks them now, where the outputs are known
 
     def set_materialize_grads(self, value: bool) -> None:
         self._recording.materialize = bool(value)
 
     def mark_dirty(self, *tensors) -> None:
-        raise NotNative("setup_context marks tensors dirty")
+        if self._needs_input_grad is None:
+            raise NotNative("setup_context marks tensors dirty")
+        self._recording.dirty.extend(tensors)
 
     @property
     def needs_input_grad(self):
-        raise NotNative("setup_context reads ctx.needs_input_grad, which differs from call to call")
+        if self._needs_input_grad is None:
+            raise NotNative("setup_context reads ctx.needs_input_grad, which differs from call to call")
+        return self._needs_input_grad()
 
     def __setattr__(self, name: str, value) -> None:
         self._recording.attrs[name] = value
@@ -129,80 +154,110 @@ def record_setup(setup_context: Callable, inputs: tuple, output, outputs: list) 
     return ctx._recording
 
 
-def backward_spec(recording: _Recording, num_args: int, sink) -> tuple[SavedLayout, dict]:
-    """The layout of what ``setup_context`` kept, and the fields of the plan's
-    ``BackwardSpec`` saying where each value comes from (the caller adds ``gradient_op``)."""
-    slots: list[int] = []
-    ints: list = []
-    float_args: list[int] = []
-    float_values: list[float] = []
+class ValueSaver:
+    """What forwards keep for a gradient op, flattened: tensors (slots), ints (plan expressions over the
+    arguments) and floats (a float argument, or a constant), in the order kept; the fields of the plan's
+    ``BackwardSpec`` that say where each comes from. With no ``sink`` (a real run of the body), the values
+    themselves: ``kept`` holds the tensors in either case."""
 
-    def tensor(t: TensorProxy) -> tuple:
-        slots.append(t._slot)
-        return ("tensor", len(slots) - 1)
+    def __init__(self, sink):
+        self.sink = sink
+        self.kept: list = []
+        self.slots: list[int] = []
+        self.ints: list = []
+        self.float_args: list[int] = []
+        self.float_values: list[float] = []
 
-    def leaf(name: str, value) -> tuple:
-        if isinstance(value, TensorProxy):
-            return tensor(value)
+    def tensor(self, t) -> int:
+        self.kept.append(t)
+        self.slots.append(t._slot if self.sink is not None else -1)
+        return len(self.slots) - 1
+
+    def int(self, value) -> int:
+        self.ints.append(_plan.expr(encode_int(value, self.sink)) if self.sink is not None else value)
+        return len(self.ints) - 1
+
+    def leaf(self, name: str, value) -> tuple:
+        """One value kept on ctx: ("tensor" | "int" | "bool" | "float", index) or ("const", value)."""
+        if isinstance(value, TensorProxy) or (self.sink is None and isinstance(value, torch.Tensor)):
+            return ("tensor", self.tensor(value))
         if isinstance(value, SymbolicInt) or (isinstance(value, int) and not isinstance(value, bool)):
-            ints.append(_plan.expr(encode_int(value, sink)))
-            return ("bool" if getattr(value, "is_bool", False) else "int", len(ints) - 1)
+            return ("bool" if getattr(value, "is_bool", False) else "int", self.int(value))
         if isinstance(value, (SymbolicFloat, float)):
-            float_args.append(value.arg if isinstance(value, SymbolicFloat) else -1)
-            float_values.append(0.0 if isinstance(value, SymbolicFloat) else value)
-            return ("float", len(float_args) - 1)
+            self.float_args.append(value.arg if isinstance(value, SymbolicFloat) else -1)
+            self.float_values.append(0.0 if isinstance(value, SymbolicFloat) else value)
+            return ("float", len(self.float_args) - 1)
         if isinstance(value, _CONSTANTS):
             return ("const", value)
         raise NotNative(f"ctx.{name} holds a {type(value).__name__}, which a plan cannot keep")
 
-    saved = tuple(None if t is None else tensor(t)[1] for t in recording.saved)
-    attrs = []
-    for name, value in recording.attrs.items():
-        leaves, spec = pytree.tree_flatten(value)
-        attrs.append((name, spec, tuple(leaf(name, v) for v in leaves)))
+    def context(self, recording: _Recording) -> tuple[tuple, tuple]:
+        """A recording's saved tensors (tensor indices, None kept) and attributes (name, treespec, leaves)."""
+        saved = tuple(None if t is None else self.tensor(t) for t in recording.saved)
+        attrs = []
+        for name, value in recording.attrs.items():
+            leaves, spec = pytree.tree_flatten(value)
+            attrs.append((name, spec, tuple(self.leaf(name, v) for v in leaves)))
+        return saved, tuple(attrs)
+
+    def spec_fields(self) -> dict:
+        return dict(saved=self.slots, ints=self.ints, float_args=self.float_args, float_values=self.float_values)
+
+
+def backward_spec(recording: _Recording, num_args: int, sink) -> tuple[SavedLayout, dict]:
+    """The layout of what ``setup_context`` kept, and the fields of the plan's
+    ``BackwardSpec`` saying where each value comes from (the caller adds ``gradient_op``)."""
+    saver = ValueSaver(sink)
+    saved, attrs = saver.context(recording)
+    non_differentiable = recording.non_differentiable
     # The node passes no gradient for a non-differentiable output: the body makes its zeros, if it reads them.
     zero_grads = []
     if recording.materialize:
-        for k in sorted(recording.non_differentiable):
+        for k in sorted(non_differentiable):
             out = recording.outputs[k]
-            zero_grads.append((k, len(ints), out.dim(), out.dtype))
-            ints.extend(_plan.expr(encode_int(s, sink)) for s in out.shape)
-    layout = SavedLayout(saved, tuple(attrs), tuple(zero_grads), len(slots), len(ints), len(float_args),
-                         len(recording.outputs), num_args)
-    spec = dict(saved=slots, ints=ints, float_args=float_args, float_values=float_values,
-                differentiable=[0 if i in recording.non_differentiable else 1 for i in range(len(recording.outputs))],
+            zero_grads.append((k, len(saver.ints), out.dim(), out.dtype))
+            for s in out.shape:
+                saver.int(s)
+    layout = SavedLayout(saved, attrs, tuple(zero_grads), len(saver.slots), len(saver.ints),
+                         len(saver.float_args), len(recording.outputs), num_args)
+    spec = dict(saver.spec_fields(),
+                differentiable=[0 if i in non_differentiable else 1 for i in range(len(recording.outputs))],
                 materialize_grads=recording.materialize)
     return layout, spec
 
 
-class _NeedsInputGrad:
-    """``ctx.needs_input_grad``: bit i of the mask the node passes; in a trace
-    only the items read become guards."""
+class NeedsInputGrad:
+    """``ctx.needs_input_grad`` from the mask of the op's arguments that need a gradient (the node passes it):
+    item i is whether any of the arguments in ``depends[i]`` (a bit per argument) needs one; in a trace only the
+    items read become guards."""
 
-    def __init__(self, mask, n: int):
-        self._mask, self._n = mask, n
+    def __init__(self, mask, depends: tuple):
+        self._mask, self._depends = mask, depends
 
     def __len__(self) -> int:
-        return self._n
+        return len(self._depends)
 
     def __getitem__(self, i: int) -> bool:
-        if not -self._n <= i < self._n:
+        n = len(self._depends)
+        if not -n <= i < n:
             raise IndexError("needs_input_grad index out of range")
-        return bool((self._mask >> (i % self._n)) & 1)
+        bits = self._depends[i % n]
+        return any(bool((self._mask >> j) & 1) for j in range(bits.bit_length()) if bits >> j & 1)
 
     def __iter__(self):
-        return (self[i] for i in range(self._n))
+        return (self[i] for i in range(len(self._depends)))
 
 
 class ReplayContext:
-    """The ``ctx`` a backward receives in a gradient op's body."""
+    """The ``ctx`` a backward receives in a gradient op's body: the saved tensors and attributes a forward kept
+    (``saved`` and ``attrs`` as ``ValueSaver.context`` laid them out) over the gradient op's arguments."""
 
-    def __init__(self, layout: SavedLayout, tensors, ints, floats, mask):
+    def __init__(self, saved: tuple, attrs: tuple, tensors, ints, floats, needs_input_grad: NeedsInputGrad):
         values = {"tensor": tensors, "int": ints, "float": floats,
                   "bool": [v if isinstance(v, SymbolicInt) else bool(v) for v in ints]}
-        self.saved_tensors = tuple(None if k is None else tensors[k] for k in layout.saved)
-        self.needs_input_grad = _NeedsInputGrad(mask, layout.num_args)
-        for name, spec, leaves in layout.attrs:
+        self.saved_tensors = tuple(None if k is None else tensors[k] for k in saved)
+        self.needs_input_grad = needs_input_grad
+        for name, spec, leaves in attrs:
             setattr(self, name, pytree.tree_unflatten(
                 [value if kind == "const" else values[kind][value] for kind, value in leaves], spec))
 
@@ -213,11 +268,12 @@ def gradient_body(qualname: str, layout: SavedLayout, backward: Callable, tensor
 
     def body(*args):
         ints = args[t:t + i]
-        ctx = ReplayContext(layout, args[:t], ints, args[t + i:t + i + f], args[-1])
+        ctx = ReplayContext(layout.saved, layout.attrs, args[:t], ints, args[t + i:t + i + f],
+                            NeedsInputGrad(args[-1], tuple(1 << k for k in range(layout.num_args))))
         grads = list(args[t + i + f:t + i + f + g])
         for k, first, rank, dtype in layout.zero_grads:  # autograd.Function's zeros, made only where read
             if grads[k] is None:
-                grads[k] = _zeros(list(ints[first:first + rank]), dtype, grads)
+                grads[k] = zeros_for(list(ints[first:first + rank]), dtype, next(g for g in grads if g is not None))
         result = backward(ctx, *grads)
         result = result if isinstance(result, tuple) else (result,)
         if len(result) != layout.num_args:
@@ -233,13 +289,13 @@ def gradient_body(qualname: str, layout: SavedLayout, backward: Callable, tensor
     return body
 
 
-def _zeros(size: list, dtype: torch.dtype, grads: list):
-    """Zeros for a non-differentiable output's gradient: deferred in a trace, else on the gradients' device."""
+def zeros_for(size: list, dtype: torch.dtype, like):
+    """Zeros for a gradient no one passed (autograd.Function's materialized ones), on ``like``'s device: deferred
+    in a trace (made only if the backward uses them)."""
     tracer = current_tracer()
     if tracer is not None:
         return tracer.deferred_zeros(size, dtype)
-    device = next(g.device for g in grads if isinstance(g, torch.Tensor))
-    return torch.zeros(size, dtype=dtype, device=device)
+    return torch.zeros(size, dtype=dtype, device=like.device)
 
 
 def native_spec(op, tracer, result, outputs: list) -> Optional[tuple[Optional[SavedLayout], dict]]:

@@ -8,9 +8,9 @@ tensor would read garbage. Two such entries are common in real wrappers:
   C entry unpacks its tensor arguments. While this thread traces, the
   Function's forward runs inline instead, on the stand-ins (its launches and
   allocations go into the plan like the body's own), with a context that
-  accepts what a forward keeps for its backward: a traced call needs no
-  gradient. The tracer is told (``function_applied``), so the op can give
-  calls that need a gradient the Function's own backward.
+  records what the forward keeps for its backward (trace/functions.py: the
+  tape a gradient op replays). While a real run of the body records its
+  Functions (the Python path's forward op), the same on real tensors.
 * torch's factories that take sizes as separate arguments (``torch.empty(m, n)``):
   torch's argument parser reads a first size that takes part in
   ``__torch_function__`` (as stand-in ints do, to be accepted where numbers go)
@@ -31,50 +31,23 @@ import sys
 from typing import Any
 
 import torch
-from torch.autograd.function import _is_setup_context_defined
 
 from .. import _process_locks
 from .expr import SymbolicInt
+from .functions import backward_launch_mode, current_eager_tape, routed_apply, with_backward_launches
 from .state import current_tracer
 
 _Function = torch.autograd.Function
 _original_apply = _Function.__dict__["apply"]  # the C entry (torch >= 2.12) or Python's classmethod before it
 
 
-class InlinedContext:
-    """The ``ctx`` of a Function's forward run inline in a trace: it keeps what the forward sets on it; nothing
-    is differentiated there."""
-
-    def __init__(self, num_inputs: int):
-        self.needs_input_grad = (False,) * num_inputs
-        self.saved_tensors: tuple = ()
-        self.materialize_grads = True
-
-    def save_for_backward(self, *tensors) -> None:
-        self.saved_tensors = tensors
-
-    def save_for_forward(self, *tensors) -> None:
-        pass
-
-    def mark_dirty(self, *tensors) -> None:  # what a kernel writes is found from the kernels themselves
-        pass
-
-    def mark_non_differentiable(self, *tensors) -> None:
-        pass
-
-    def set_materialize_grads(self, value: bool) -> None:
-        self.materialize_grads = bool(value)
-
-
 def _routed_apply(cls, *args, **kwargs):
-    tracer = current_tracer()
-    if tracer is None:
+    if current_tracer() is None and current_eager_tape() is None:
+        mode = backward_launch_mode()
+        if mode is not None:
+            cls = with_backward_launches(cls, mode)
         return _original_apply.__get__(None, cls)(*args, **kwargs)
-    tracer.function_applied(cls)
-    with torch.no_grad():  # as Function.apply runs forward
-        if _is_setup_context_defined(cls.setup_context):  # forward(*args) then setup_context(ctx, ...): no ctx here
-            return cls.forward(*args, **kwargs)
-        return cls.forward(InlinedContext(len(args)), *args, **kwargs)
+    return routed_apply(cls, args, kwargs)
 
 
 # torch's factories whose sizes may be given as separate arguments.

@@ -319,7 +319,11 @@ class TensorProxy(torch.Tensor):
     is_quantized = False
     is_nested = False
     is_mkldnn = False
-    requires_grad = False  # the native path runs below autograd
+    @property
+    def requires_grad(self) -> bool:
+        """False: the plan runs below autograd (a body that reads it for its Functions trains through Python)."""
+        return self._tracer.functions.read_requires_grad(self)
+
     grad = None
     grad_fn = None
     is_leaf = True

@@ -31,6 +31,7 @@ from .aten_record import AtenRecorder
 from .backward import native_spec
 from .call_arguments import PLAN_DTYPES, check_call_arguments
 from .data_reads import DataReads, DataValues
+from .functions import FunctionTape
 from .expr import GuardSink, Op, SymbolicInt
 from .host_values import HostTensors, makes_host_tensor
 from .inlined_calls import inlined_calls
@@ -165,6 +166,8 @@ class Tracer(GuardSink, LaunchMode):
         self._input_argument: dict[int, int] = {}  # input slot -> the argument holding it
         self.num_inputs = self.num_args
         self.stand_ins = [self._stand_in(i, a) for i, a in enumerate(args)]
+        # The autograd.Functions the body applies, and what autograd would record around them (trace/functions.py).
+        self.functions = FunctionTape(self, {slot: p for slot, p in self._inputs.items() if slot < self.num_args})
         if device is not None:
             self.device = device
         if self.device is None:
@@ -416,7 +419,9 @@ class Tracer(GuardSink, LaunchMode):
         return sizes, out
 
 
-    def add_view(self, base: TensorProxy, meta: TensorMeta, sizes: list, strides: list, offset) -> TensorProxy:
+    def add_view(self, base: TensorProxy, meta: TensorMeta, sizes: list, strides: list, offset,
+                 operator: Optional[str] = None) -> TensorProxy:
+        """A view of ``base`` (made by the ATen ``operator``; None: by the tracer itself)."""
         enc = [_plan.expr(_expr.encode_int(v, self)) for v in (*sizes, *strides, offset)]
         n = len(sizes)
         self.views.append(_plan.ViewStep(base._slot, enc[:n], enc[n:2 * n], enc[2 * n], meta.dtype))
@@ -426,7 +431,9 @@ class Tracer(GuardSink, LaunchMode):
         # Its address, from its root's: bytes past the root's element 0 (the base's offset plus its own, which
         # counts the view's elements: a complex tensor's real view counts floats).
         self._byte_offset[slot] = self._byte_offset.get(base._slot, 0) + offset * meta.dtype.itemsize
-        return TensorProxy(self, slot, f"{base._name}_view{slot}", meta, sizes, strides)
+        view = TensorProxy(self, slot, f"{base._name}_view{slot}", meta, sizes, strides)
+        self.functions.view(base, view, operator)
+        return view
 
     def add_aten_step(self, step, metas: list, written_slots: Optional[list] = None) -> list:
         self.aten_steps.append(step)
@@ -434,6 +441,10 @@ class Tracer(GuardSink, LaunchMode):
         self.num_made += len(metas)
         for slot in written_slots or []:
             self._aten_writes.append((len(self.aten_steps) - 1, slot, f"{step.name} (at {step.site})"))
+        tensors = [s for a in step.args if a.kind in (_plan.AtenArgKind.TENSOR, _plan.AtenArgKind.TENSOR_LIST,
+                                                      _plan.AtenArgKind.OPTIONAL_TENSOR_LIST) for s in a.slots]
+        self.functions.aten(step.name, tensors, [(first + k, m.dtype) for k, (m, _, _) in enumerate(metas)],
+                            list(written_slots or []))
         return [TensorProxy(self, first + k, f"{step.name.split('::')[-1]}{first + k}", meta, sizes, strides)
                 for k, (meta, sizes, strides) in enumerate(metas)]
 
@@ -641,7 +652,11 @@ class Tracer(GuardSink, LaunchMode):
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
                 frontends_tracing(), inlined_calls():
             result = self.op.call_body(self.stand_ins)
-            backward = native_spec(self.op, self, result, _returned(result)) if self._with_backward else None
+            backward = None
+            if self._with_backward:
+                outputs = _returned(result)
+                backward = native_spec(self.op, self, result, outputs) if self.op.backward_fn is not None else \
+                    self.functions.spec(outputs, len(self.op.arg_names))
         return self._finish(result, backward)
 
     def checkpoint(self) -> tuple:
@@ -680,8 +695,10 @@ class Tracer(GuardSink, LaunchMode):
 
     def _check_mutations(self, writes: dict) -> None:
         """The op's declared mutates_args must be exactly the inputs its kernels write."""
-        if any(w is None for w in writes.values()):
-            return  # not analysable: trust the declaration
+        if any(w is None for w in writes.values()) or self.op.is_gradient_op:
+            # Not analysable: trust the declaration. A backward may write what autograd hands it (a gradient, a
+            # saved buffer) in place, as libraries' backwards do: the gradient op's arguments are the engine's.
+            return
         written: dict[int, str] = {}  # input argument -> "kernel(parameter)" writing it
         for step_writes in writes.values():
             for argument, what in step_writes.items():

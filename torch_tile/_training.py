@@ -1,0 +1,182 @@
+"""Calls that need a gradient of an op whose body applies autograd.Functions, where the native C++ node cannot
+take them: CPU tensors (Triton's interpreter), torch.compile's tracing, torch.func transforms, tensor subclasses.
+
+They use the same tape (trace/functions.py) through Python: the op's *forward op* (``<ns>_fwd::<name>``, the
+body returning, after its outputs, the tensors its Functions kept) runs the forward; an autograd.Function saves
+what the gradient needs and its backward calls the gradient op the native node calls. Under torch.compile the
+graph then holds both tile ops (native plans at run time); on CPU both run in Triton's interpreter.
+
+Where the op's gradient cannot be a tape (trace/functions.py says why), the body runs under autograd: the
+library's Functions record their own backwards, as when the library is called directly (on CPU, their backwards'
+kernels run in Triton's interpreter too). Those calls are counted as fallback calls and listed by
+``torch_tile.explain``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional
+
+import torch
+from torch._functorch.pyfunctorch import temporarily_clear_interpreter_stack
+from torch._subclasses.fake_tensor import is_fake
+from torch.utils._python_dispatch import _disable_current_modes
+
+from . import _fallback, _functorch
+from ._fake import all_hinted, hinted, scalars_of
+from .frontends.frontend import InterpretLaunches
+from .trace import Tracer
+from .trace.call_arguments import flat_arguments
+from .trace.expr import evaluate
+from .trace.functions import EagerTape, TapeLayout, backward_launches, differentiable, python_ints, \
+    recording_functions
+from .trace.inlined_calls import inlined_calls
+from .trace.state import current_tracer
+
+if TYPE_CHECKING:
+    from ._op import TileOp
+
+
+def returned(result) -> list:
+    """What a body returned, as a list (None: nothing; a tuple or list: its items)."""
+    return [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def forward_body(op: "TileOp") -> Callable:
+    """The forward op's body: ``op``'s body, returning its outputs and then the tensors its Functions kept that
+    are neither arguments nor outputs (``TapeLayout.sources``' extras), as a list."""
+    num_args = len(op.arg_names)
+
+    def body(*values):
+        tracer = current_tracer()
+        if tracer is not None:
+            outputs = returned(op.call_body(values))
+            return [*outputs, *tracer.functions.extras(outputs, num_args)]
+        # A real run: the floating tensor arguments need a gradient, so that autograd says which Functions take
+        # one (as the trace's tape decides); the results leave without autograd.
+        leaves = tuple(v.detach().requires_grad_() if isinstance(v, torch.Tensor) and differentiable(v.dtype) else v
+                       for v in values)
+        tape = EagerTape()
+        with _with_autograd(), inlined_calls(), recording_functions(tape), torch.enable_grad():
+            result = op.call_body(leaves)
+        outputs = [o.detach() if isinstance(o, torch.Tensor) else o for o in returned(result)]
+        return [*outputs, *tape.extras(leaves, outputs)]
+
+    body.__wrapped__ = op.fn  # its lines name the forward op's steps and errors
+    return body
+
+
+# The dispatch keys of autograd, which a kernel's call (this one's caller) runs below.
+_AUTOGRAD_KEYS = (torch._C.DispatchKey.ADInplaceOrView, torch._C.DispatchKey.AutogradFunctionality,
+                  torch._C.DispatchKey.AutogradOther, torch._C.DispatchKey.AutogradNestedTensor)
+
+
+def _with_autograd():
+    """The dispatch keys as they are, but with autograd's: within an op's kernel, a real run of its body records
+    what autograd records (the caller's other keys, its dispatch modes, stay as the kernel has them)."""
+    exclude = torch._C._dispatch_tls_local_exclude_set()
+    for key in _AUTOGRAD_KEYS:
+        exclude = exclude.remove(key)
+    return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude)
+
+
+@dataclass(frozen=True)
+class TapeCall:
+    """What one call's gradient needs on the Python path: the plan's tape layout, its gradient op, and where the
+    ints and floats the plan keeps come from (expressions over the arguments; float arguments or constants)."""
+    layout: TapeLayout
+    gradient_op: "TileOp"
+    ints: tuple
+    float_args: tuple
+    float_values: tuple
+
+    def kept_ints(self, args: tuple, list_items: list) -> list:
+        tensors = [*args, *list_items]
+        return [evaluate(code, tensors, scalars_of(args)) for code in self.ints]
+
+    def kept_floats(self, args: tuple) -> list:
+        return [args[a] if a >= 0 else v for a, v in zip(self.float_args, self.float_values)]
+
+
+def _real(t: torch.Tensor) -> bool:
+    """A tensor with data of its own (not fake, functional, meta or a torch.func transform's wrapper)."""
+    return not is_fake(t) and t.device.type != "meta" and not torch._is_functional_tensor(t) and \
+        not torch._C._functorch.is_functorch_wrapped_tensor(t)
+
+
+def tape_call(op: "TileOp", values: tuple) -> tuple[Optional[TapeCall], str]:
+    """The tape of the plan these arguments (as the body sees them) select, or (None, why the Python path runs
+    the body under autograd instead)."""
+    tensors = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
+    if not all_hinted(values):
+        return None, "sizes decided by the data (no size hints)"
+    device = tensors[0].device if tensors else None
+    real = all(_real(t) for t in tensors)
+    # The trace is torch_tile's own work: not the caller's dispatch modes' (torch.compile's proxy and fake modes
+    # are active where autograd calls this), nor torch.func transforms'.
+    with _disable_current_modes(), temporarily_clear_interpreter_stack():
+        plan = op._traced(Tracer(op.traced_op(), values if real else tuple(hinted(v) for v in values), device))
+    spec = plan.backward
+    if plan.fallback:
+        return None, plan.fallback
+    if spec is None:
+        return None, "the body returns its inputs (or views of them)"
+    if not spec.gradient_op:
+        return None, spec.reason
+    gradient_op = op.gradient_op_named(spec.gradient_op)
+    num_inputs = len(op.arg_names) + sum(len(v) for v in values if isinstance(v, (list, tuple)))
+    if not python_ints(spec.ints, num_inputs):
+        return None, "the Functions keep values read from the data, which the Python path cannot recompute"
+    return TapeCall(gradient_op.layout, gradient_op, tuple(list(e.code) for e in spec.ints), tuple(spec.float_args),
+                    tuple(spec.float_values)), ""
+
+
+def tape_function(op: "TileOp") -> type:
+    """The autograd.Function of ``op``'s calls on the Python path: applied to the call's arguments and its
+    ``TapeCall``."""
+    n = op.num_returns
+
+    def forward(*inputs):
+        *args, _ = inputs
+        return tuple(op.forward_op().overload(*args))  # no gradient needed here: the forward op runs below autograd
+
+    def setup_context(ctx, inputs, output):
+        *args, call = inputs
+        args = tuple(args)
+        outputs, extras = output[:n], output[n:]
+        if len(extras) != call.layout.num_extras:
+            raise RuntimeError(f"{op.qualname}: the forward op returned {len(extras)} kept tensor(s); the plan's "
+                               f"tape keeps {call.layout.num_extras}")
+        ctx.mark_non_differentiable(*extras)
+        ctx.set_materialize_grads(False)  # each Function of the tape materializes its own
+        take = {"arg": args, "output": outputs, "extra": extras}
+        ctx.save_for_backward(*(take[kind][i] for kind, i in call.layout.sources))
+        list_items = [t for a in args if isinstance(a, (list, tuple)) for t in a]
+        ctx.kept = (call.gradient_op, call.kept_ints(op._values(args), list_items), call.kept_floats(args))
+
+    def backward(ctx, *grads):
+        gradient_op, ints, floats = ctx.kept
+        mask = sum(1 << i for i, need in enumerate(ctx.needs_input_grad[:-1]) if need)
+        result = gradient_op.overload(*ctx.saved_tensors, *ints, *floats, *grads[:n], mask)
+        return (*(result if isinstance(result, tuple) else (result,)), None)
+
+    return type(f"{op.name}_functions", (torch.autograd.Function,), {
+        "forward": staticmethod(forward), "setup_context": staticmethod(setup_context),
+        "backward": staticmethod(backward), "vmap": staticmethod(_functorch.vmap_rule(op)),
+        "jvp": staticmethod(_functorch.no_forward_derivative(op))})
+
+
+def apply_tape(op: "TileOp", function: type, args: tuple, call: TapeCall):
+    """``op`` on ``args`` through its tape ``function`` (``tape_function``): the op's outputs."""
+    result = function.apply(*args, call)
+    return result[0] if op.num_returns == 1 else tuple(result[:op.num_returns])
+
+
+def run_body_differentiated(op: "TileOp", values: tuple):
+    """The body under autograd, its Functions recording their own backwards (on CPU tensors, their kernels,
+    forward and backward, run in Triton's interpreter)."""
+    on_cpu = any(t.device.type == "cpu" for t in flat_arguments(values) if isinstance(t, torch.Tensor))
+    if not on_cpu:
+        return _fallback.run_body(op, values, on_cpu=False)
+    with inlined_calls(), backward_launches(InterpretLaunches(op)):
+        return _fallback.run_body(op, values, on_cpu=True)
