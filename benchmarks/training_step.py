@@ -1,5 +1,6 @@
 """Training step time of the tiny transformer (examples/train_tiny_transformer.py)
-in six ways, and the per-kernel replay cost of tile ops in a CUDA graph.
+in six ways, the per-kernel replay cost of tile ops in a CUDA graph, and a block
+built from a library's autograd.Functions (benchmarks/_library_functions.py).
 
     python benchmarks/training_step.py [--steps N] [--out DIR]
 
@@ -31,9 +32,10 @@ import triton
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 from train_tiny_transformer import (MODES, TORCH_OPS, Config, FusedOps, Trainer, agreement,  # noqa: E402
-                                    available_modes, liger_ops, ops_of, train, train_interleaved,
-                                    triton_op_mirror)
+                                    available_modes, liger_available, liger_ops, ops_of, train,
+                                    train_interleaved, triton_op_mirror)
 
+from _library_functions import library_functions, print_rows  # noqa: E402
 from _report import write  # noqa: E402
 from _timing import host_us  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
@@ -183,11 +185,22 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     parser.add_argument("--profile", nargs="*", default=[], choices=MODES, help="also print a profile of these modes")
+    parser.add_argument("--library-only", action="store_true",
+                        help="only the rows of the block built from Liger-Kernel's autograd.Functions")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("training_step: needs a CUDA GPU")
         return 0
     os.makedirs(args.out, exist_ok=True)
+    library = library_functions(args.steps) if liger_available() else None
+    if library is not None:
+        print_rows(library)
+    if args.library_only:
+        write(args.out, "training_step_library", {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                                                  "triton": triton.__version__, **(library or {})},
+              library["step_ms"] if library else {}, unit="ms", highlight="liger_tile",
+              xlabel="ms per training step (median)", title="Liger-Kernel's Functions: training step")
+        return 0
     mirror = triton_op_mirror()
     modes = available_modes(MODES)
     runs = train_interleaved(modes, args.steps, mirror=mirror)
@@ -210,6 +223,7 @@ def main() -> int:
         "fused_op_host_us": op_costs,
         "backward_baseline_us": baseline,
         "tile_counters_per_step": counters,
+        "library_functions": library,
         "ratios": {
             "tile_eager_over_torch_eager": step_ms["tile"] / step_ms["torch"],
             "triton_op_over_tile_eager": step_ms["triton_op"] / step_ms["tile"],

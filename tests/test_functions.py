@@ -290,14 +290,13 @@ def test_a_gradient_path_with_other_torch_operations_runs_the_body_under_autogra
     """Not a tape: the body runs under autograd (counted, explained), its Functions' backwards as their own."""
     x = torch.randn(64, device=device)
     before = tt.runtime_counters()["fallback_calls"]
-    with pytest.warns(RuntimeWarning, match="x \\* x|aten::mul"):
+    with pytest.warns(Warning, match="aten::mul"):  # said by C++ on CUDA (the native node), by Python on CPU
         outs, grads = _grads_of(torch_op_between, (x,))
     with _directly(device):
         want_outs, want_grads = _grads_of(torch_op_between.fn, (x,))
     torch.testing.assert_close(grads[0], want_grads[0], rtol=0, atol=0)
     assert tt.runtime_counters()["fallback_calls"] > before
-    assert any("under autograd" in why or "aten::mul" in why for why in tt.explain(torch_op_between).fallbacks) or \
-        device == "cuda"
+    assert any("under autograd" in why and "aten::mul" in why for why in tt.explain(torch_op_between).fallbacks)
     plan = torch_op_between.trace(x)
     assert not plan.backward.gradient_op and "aten::mul" in plan.backward.reason
 
@@ -307,7 +306,7 @@ def test_a_forward_reading_needs_input_grad_trains_through_the_body(device):
     x = torch.randn(20, device=device)
     torch.testing.assert_close(reads_needs_input_grad(x), 3 * x)  # a plan: the call needs no gradient
     leaf = x.clone().requires_grad_()
-    with pytest.warns(RuntimeWarning, match="needs_input_grad"):
+    with pytest.warns(Warning, match="needs_input_grad"):
         reads_needs_input_grad(leaf).sum().backward()
     torch.testing.assert_close(leaf.grad, torch.full_like(x, 3.0))
 

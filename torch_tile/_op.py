@@ -325,7 +325,9 @@ class TileOp:
     @_entry
     def _trace(self, args: tuple, may_fall_back: bool) -> _C.LaunchPlan:
         try:
-            return self._traced(Tracer(self.traced_op(), self._values(args), backward=self.forward_of is None),
+            # A gradient op's and a forward op's plans keep nothing for a backward of their own.
+            backward = self.forward_of is None and self.gradient_of is None
+            return self._traced(Tracer(self.traced_op(), self._values(args), backward=backward),
                                 fall_back=may_fall_back, may_leave=may_fall_back)
         except TraceError as e:
             if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on

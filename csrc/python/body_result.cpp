@@ -45,12 +45,16 @@ std::vector<at::Tensor> body_outputs(const NativeOp& op, py::handle result, cons
   std::vector<at::Tensor> outputs;
   outputs.reserve(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
+    if (op.gradient_op() && items[i].is_none()) {  // no gradient for that argument
+      outputs.emplace_back();
+      continue;
+    }
     if (!THPVariable_Check(items[i].ptr())) {
       refuse(op, "return " + std::to_string(i) + " of the body is " + type_name(items[i]) + ", not a Tensor");
     }
     outputs.push_back(THPVariable_Unpack(items[i].ptr()));
   }
-  op.own_outputs(outputs, in);
+  if (!op.gradient_op()) op.own_outputs(outputs, in);  // a gradient op's are the gradients themselves
   return outputs;
 }
 

@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/saved_variable.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <atomic>
 #include <mutex>
@@ -199,6 +200,8 @@ bool call_with_native_backward(NativeOp& op, torch::jit::Stack& stack) {
   for (size_t i = 0; i < n; ++i) {
     if (in[i].isTensor() && in[i].toTensor().requires_grad()) edges[i] = torch::autograd::impl::gradient_edge(in[i].toTensor());
   }
+  c10::SmallVector<at::Tensor, 2> written;  // the arguments the op writes (a library's forward may write its input)
+  for (int i : op.written_args()) written.push_back(in[i].toTensor());
   SaveForBackward save(op.qualname());
   bool ran;
   {
@@ -207,11 +210,13 @@ bool call_with_native_backward(NativeOp& op, torch::jit::Stack& stack) {
   }
   if (!ran) {
     if (save.spec != nullptr && !save.spec->reason.empty()) {
-      warn_once(op.qualname(), op.qualname() + ": calls that need a gradient run its autograd.Function in Python: " +
+      warn_once(op.qualname(), op.qualname() + ": calls that need a gradient differentiate in Python: " +
                                    save.spec->reason);
     }
     return false;
   }
+  // As the op's ADInplaceOrView kernel does below autograd, before what the node saves records its version.
+  for (const at::Tensor& t : written) torch::autograd::impl::bump_version(t);
   NodePtr node = make_node<TileBackward>(op.qualname(), save.spec, n);
   auto& backward = static_cast<TileBackward&>(*node);
   node->set_next_edges(std::move(edges));

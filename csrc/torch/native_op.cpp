@@ -204,8 +204,9 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   // Slow path: trace the body once for this case, even if threads race here.
   std::lock_guard<ForkSafeMutex> lock(plans_.trace_mutex());
   if (const LaunchPlan* p = plans_.select(args)) return *p;
-  std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first, may_fall_back && !gradient_op_);
-  if ((plan->is_fallback() || plan->may_leave()) && !(may_fall_back && !gradient_op_)) {
+  // A gradient op's calls may leave a plan whose data checks fail for its body (run eagerly), never fall back.
+  std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first, may_fall_back);
+  if ((plan->is_fallback() && !(may_fall_back && !gradient_op_)) || (plan->may_leave() && !may_fall_back)) {
     fail(ErrorKind::Runtime, qualname_ + ": the tracer returned a plan that may run the op body where none may (" +
                                  (plan->is_fallback() ? plan->fallback : "a data check") + ")");
   }

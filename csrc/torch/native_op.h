@@ -62,6 +62,8 @@ class NativeOp {
   const std::vector<std::string>& arg_names() const { return arg_names_; }
   const std::vector<int>& written_args() const { return written_args_; }
   int num_returns() const { return num_returns_; }
+  // Whether the op is a gradient op (its outputs may be None and its own arguments).
+  bool gradient_op() const { return gradient_op_; }
   // Whether the schema returns one Tensor[] (its plans return any number of tensors, as a list).
   bool returns_list() const { return returns_list_; }
   const std::string& schema() const { return schema_; }

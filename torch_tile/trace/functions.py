@@ -52,7 +52,7 @@ from .state import body_location, current_tracer
 _Function = torch.autograd.Function
 
 # ATen operators that copy a tensor, whose gradient is the gradient converted back (to the source's dtype).
-_CONVERSIONS = frozenset({"aten::clone", "aten::_to_copy", "aten::contiguous"})
+_CONVERSIONS = frozenset({"aten::clone", "aten::_to_copy", "aten::to", "aten::contiguous"})
 # View operators whose result needs no gradient (autograd does not record them).
 _NOT_DIFFERENTIABLE_VIEWS = frozenset({"aten::detach"})
 
@@ -145,8 +145,7 @@ class _Applied:
 class _Viewed:
     base: TensorProxy
     view: TensorProxy
-    reshape: bool
-    geometry: tuple  # (sizes, strides, offset)
+    operator: str
 
 
 @dataclass
@@ -234,7 +233,8 @@ class FunctionTape:
         return False
 
     def view(self, base: TensorProxy, view: TensorProxy, operator: Optional[str]) -> None:
-        """``view`` was made of ``base`` (by ``operator``, None for views the tracer makes itself)."""
+        """``view`` was made of ``base`` (by ``operator``, None for views the tracer makes itself). Its gradient is
+        decided with the layout (``_view_node``): a body that applies no Function gets no guard from it."""
         if self.depth > 0 or base._slot not in self.depends:
             return
         if base._slot in self.untraceable:
@@ -243,19 +243,7 @@ class FunctionTape:
         if operator in _NOT_DIFFERENTIABLE_VIEWS or not differentiable(view.dtype):
             return
         self.depends[view._slot] = self.depends[base._slot]
-        why = None
-        if view.dtype != base.dtype:
-            why = f"`{operator}` views a tensor needing a gradient as another dtype"
-        elif not is_contiguous(base.size(), base.stride()):
-            why = f"`{operator}` views a tensor needing a gradient that is not contiguous"
-        elif not _non_overlapping(view.size(), view.stride()):
-            why = f"`{operator}` makes a view whose elements overlap (its gradient would be a sum)"
-        if why is not None:
-            self.untraceable[view._slot] = f"{why} ({body_location(*self.tracer.op.sources)})"
-            return
-        reshape = is_contiguous(view.size(), view.stride()) and view.numel() == base.numel()
-        geometry = (list(view.size()), list(view.stride()), view.storage_offset() - base.storage_offset())
-        self.recorded.append(_Viewed(base, view, reshape, geometry))
+        self.recorded.append(_Viewed(base, view, operator or "a view"))
 
     def aten(self, name: str, arguments: list, results: list, written: list) -> None:
         """An ATen step: its tensor arguments' and results' slots, and the slots it writes."""
@@ -283,6 +271,29 @@ class FunctionTape:
             else:
                 self.untraceable[slot] = f"{site} computes a tensor needing a gradient; only " \
                                          "autograd.Functions, views and copies are differentiated natively"
+
+    def _view_node(self, r: _Viewed, saver: ValueSaver, shape: Callable) -> ViewNode:
+        """A view's gradient: the view's gradient reshaped to the base (a contiguous base, a contiguous view of all
+        its elements), else scattered into zeros of the base's sizes (a contiguous base, a view whose elements do
+        not overlap: a sum would be needed otherwise). The comparisons are guards of the plan."""
+        base, view = r.base, r.view
+        why = None
+        if view.dtype != base.dtype:
+            why = "views a tensor needing a gradient as another dtype"
+        elif not is_contiguous(base.size(), base.stride()):
+            why = "views a tensor needing a gradient that is not contiguous"
+        elif not _non_overlapping(view.size(), view.stride()):
+            why = "makes a view whose elements overlap (its gradient would be a sum)"
+        if why is not None:
+            raise NotNative(f"`{r.operator}` {why}")
+        base_shape = shape(base)[:2]
+        geometry = None
+        if not (is_contiguous(view.size(), view.stride()) and view.numel() == base.numel()):
+            first = len(saver.ints)
+            for v in (*view.size(), *view.stride(), view.storage_offset() - base.storage_offset()):
+                saver.int(v)
+            geometry = (first, view.dim())
+        return ViewNode(base._slot, view._slot, base_shape, geometry, base.dtype)
 
     def _dtype_of(self, slot: int) -> torch.dtype:
         for r in self.recorded:
@@ -344,15 +355,7 @@ class FunctionTape:
                 nodes.append(FunctionNode(r.function, r.inputs, r.depends, metas, outs, zeros, saved, attrs,
                                           r.recording.materialize))
             elif isinstance(r, _Viewed):
-                base_shape = shape(r.base)[:2]
-                geometry = None
-                if not r.reshape:
-                    first = len(saver.ints)
-                    sizes, strides, offset = r.geometry
-                    for v in (*sizes, *strides, offset):
-                        saver.int(v)
-                    geometry = (first, len(sizes))
-                nodes.append(ViewNode(r.base._slot, r.view._slot, base_shape, geometry, r.base.dtype))
+                nodes.append(self._view_node(r, saver, shape))
             else:
                 nodes.append(ConversionNode(r.source, r.result, r.dtype))
         sources = _sources(kept, list(outputs), argument=lambda t: _argument_slot(t, num_args), key=lambda t: t._slot)

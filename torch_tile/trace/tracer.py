@@ -94,6 +94,8 @@ class _DeferredZeros(TensorProxy):
     non-differentiable output, whose gradient backwards rarely read (autograd.Function
     materialises those zeros on every call)."""
 
+    requires_grad = False  # asked without allocating them (a backward's zeros need no gradient)
+
     @staticmethod
     def __new__(cls, tracer: "Tracer", size: list, dtype: torch.dtype):
         return TensorProxy.__new__(cls, tracer, -1, "zeros", _DeferredZeros._meta_of(size, dtype))
