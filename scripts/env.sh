@@ -8,9 +8,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-# The real-wrapper corpora's libraries, pinned; installed without their dependencies (they need torch and Triton).
+# The corpora's libraries (real wrappers, autograd.Functions), pinned; installed without their dependencies (they
+# need torch and Triton).
 CORPUS_LIBS=(liger-kernel==0.8.5 fla-core==0.6.0 einops==0.8.1 cut-cross-entropy==25.1.1 conch-triton-kernels==1.3
-             torchao==0.18.0)
+             torchao==0.18.0 lightning-attn==0.0.5)
 # cuTile (optional): cuda-tile and its compiler, tileiras, which runs ptxas and libnvvm of its own version
 # (the pins cuda-tile[tileiras] resolves today, installed without their dependency tree, which would move
 # torch's CUDA packages). tests/test_*_cutile.py skip without it.

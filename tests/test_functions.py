@@ -324,16 +324,241 @@ def test_the_plan_keeps_what_the_functions_keep():
     assert list(spec.float_args) == [2]  # Scale's ctx.scale: the op's float argument, read per call
 
 
-def test_the_gradient_op_is_a_plan_of_the_backwards_kernels():
-    args = (torch.randn(6, 20), torch.randn(120), 1.5)
-    call, why = tape_call(chain, args)
+def _gradient_plan(op, args: tuple, grads: list, mask: int):
+    """The plan of the gradient op a call of ``op`` on ``args`` differentiates with, traced for these output
+    gradients and mask (what the native node passes it)."""
+    call, why = tape_call(op, args)
     assert call is not None, why
-    made = chain.forward_op()(*args)
-    outputs, extras = made[:1], made[1:]
+    made = op.forward_op()(*args)
+    outputs, extras = made[:op.num_returns], made[op.num_returns:]
     take = {"arg": args, "output": outputs, "extra": extras}
     saved = [take[kind][i] for kind, i in call.layout.sources]
-    plan = call.gradient_op.trace(*saved, *call.kept_ints(args, []), *call.kept_floats(args), torch.randn(6, 20),
-                                  0b11)
+    return call.gradient_op.trace(*saved, *call.kept_ints(args, []), *call.kept_floats(args), *grads, mask)
+
+
+def test_the_gradient_op_is_a_plan_of_the_backwards_kernels():
+    plan = _gradient_plan(chain, (torch.randn(6, 20), torch.randn(120), 1.5), [torch.randn(6, 20)], 0b11)
     # Mul's backward twice (both inputs need a gradient), then Scale's; the views cost no kernel.
     assert [launch.kernel_name for launch in plan.launches] == ["_mul_kernel"] * 4 + ["_scale_kernel"]
     assert not plan.fallback
+
+
+class ScaledLoss(torch.autograd.Function):
+    """Keeps its gradient from the forward; the backward skips scaling it when the incoming gradient is 1 (Liger's
+    ``torch.equal(grad_output, torch.tensor(1.0, device=...))``: a value read from the data) and else scales it in
+    place, returning what it kept."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(_scaled(x, 2.0))
+        return (x * x).sum()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (grad,) = ctx.saved_tensors
+        if not torch.equal(grad_output, torch.tensor(1.0, device=grad_output.device)):
+            grad = _mul(grad, grad_output.expand(grad.shape).contiguous())
+        return grad
+
+
+@tt.op(f"{NS}::scaled_loss")
+def scaled_loss(x: torch.Tensor) -> torch.Tensor:
+    return ScaledLoss.apply(x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_backward_that_reads_its_gradient_is_a_plan_with_a_check(device):
+    x = torch.randn(100, device=device)
+    for scale in (1.0, 3.0, 1.0, -2.0):
+        leaf = x.clone().requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # the backward is a plan (C++ would say it runs in Python)
+            (scaled_loss(leaf) * scale).backward()
+        torch.testing.assert_close(leaf.grad, 2 * x * scale)
+    plan = _gradient_plan(scaled_loss, (x.cpu(),), [torch.tensor(1.0)], 1)
+    assert [a.name for a in plan.aten_steps][:3] == ["aten::scalar_tensor", "aten::ne", "aten::any"]
+    assert len(plan.reads) == 1 and len(plan.checks) == 1 and not plan.launches
+
+
+# -- a forward that writes its input (the gradient into the logits, as Liger's cross entropy does) ---------------
+
+
+@triton.jit
+def _cross_entropy_kernel(logits_ptr, target_ptr, loss_ptr, n_cols, stride, inv_rows, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(logits_ptr + row * stride + cols, mask=mask, other=-float("inf"))
+    target = tl.load(target_ptr + row)
+    m = tl.max(x, axis=0)
+    e = tl.exp(x - m)
+    s = tl.sum(e, axis=0)
+    x_target = tl.sum(tl.where(cols == target, x, 0.0), axis=0)
+    tl.store(loss_ptr + row, (tl.log(s) + m - x_target) * inv_rows)
+    grad = (e / s - tl.where(cols == target, 1.0, 0.0)) * inv_rows
+    tl.store(logits_ptr + row * stride + cols, grad, mask=mask)
+
+
+@triton.jit
+def _scale_rows_kernel(x_ptr, scale_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask)
+    tl.store(x_ptr + row * stride + cols, x * tl.load(scale_ptr), mask=mask)
+
+
+class InPlaceCrossEntropy(torch.autograd.Function):
+    """The forward writes the loss' gradient into the logits (no mark_dirty) and keeps them; the backward scales
+    them in place by the incoming gradient and returns them."""
+
+    @staticmethod
+    def forward(ctx, logits, target):
+        rows, cols = logits.shape
+        losses = torch.empty(rows, device=logits.device, dtype=torch.float32)
+        _cross_entropy_kernel[(rows,)](logits, target, losses, cols, logits.stride(0), 1.0 / rows,
+                                       BLOCK=triton.next_power_of_2(cols))
+        ctx.save_for_backward(logits.detach())
+        return losses.sum(), losses
+
+    @staticmethod
+    def backward(ctx, grad, _):
+        (logits,) = ctx.saved_tensors
+        rows, cols = logits.shape
+        _scale_rows_kernel[(rows,)](logits, grad, cols, logits.stride(0), BLOCK=triton.next_power_of_2(cols))
+        return logits, None
+
+
+@tt.op(f"{NS}::in_place_cross_entropy", mutates_args=("logits",))
+def in_place_cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return InPlaceCrossEntropy.apply(logits, target)
+
+
+def _cross_entropy_step(fn, device: str, view: bool):
+    """Logits from a linear layer (or a view of a wider buffer), a loss that writes them: the gradients of the
+    layer's input and weight."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(12, 16, generator=gen).to(device).requires_grad_()
+    w = torch.randn(16, 40 if view else 24, generator=gen).to(device).requires_grad_()
+    target = torch.randint(0, 24, (12,), generator=gen).to(device)
+    logits = x @ w
+    if view:
+        logits = logits[:, :24]
+    loss, losses = fn(logits, target)
+    (loss * 2).backward()
+    return loss.detach(), losses, x.grad, w.grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("view", [False, True], ids=["logits", "view_of_logits"])
+def test_an_op_that_writes_its_input_trains_as_its_function_does(device, view):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _cross_entropy_step(in_place_cross_entropy, device, view)
+    with _directly(device):
+        want = _cross_entropy_step(in_place_cross_entropy.fn, device, view)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    logits = torch.randn(6, 24, device=device)
+    reference = torch.nn.functional.cross_entropy(logits, torch.arange(6, device=device))
+    torch.testing.assert_close(in_place_cross_entropy(logits.clone(), torch.arange(6, device=device))[0], reference)
+
+
+# -- every engine ------------------------------------------------------------------------------------------------
+
+
+class _Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(120))
+        self.bias = torch.nn.Parameter(torch.randn(20))
+
+    def forward(self, x):
+        y = chain(x, self.w, 0.5)
+        y = broadcasting(y, self.bias)
+        return row_sum(y)[0].pow(2).mean()
+
+
+def _train(model: torch.nn.Module, step, x, steps: int = 3) -> list:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = step(x)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach().clone())
+    return losses
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_compiled_model_trains_with_no_graph_break(device):
+    torch.manual_seed(0)
+    eager, compiled = _Model().to(device), _Model().to(device)
+    compiled.load_state_dict(eager.state_dict())
+    x = torch.randn(6, 20, device=device)
+    want = _train(eager, eager, x)
+    torch._dynamo.reset()
+    got = _train(compiled, torch.compile(compiled, fullgraph=True, backend="aot_eager"), x)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(compiled.w, eager.w, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_func_takes_the_functions_backwards(device):
+    x, w = torch.randn(6, 20, device=device), torch.randn(120, device=device)
+    grad = torch.func.grad(lambda x: chain(x, w, 1.5).sum())(x)
+    out, vjp = torch.func.vjp(lambda x, w: chain(x, w, 1.5), x, w)
+    seed = torch.randn_like(out)
+    leaf_x, leaf_w = x.clone().requires_grad_(), w.clone().requires_grad_()
+    with _directly(device):
+        chain.fn(leaf_x, leaf_w, 1.5).backward(seed)
+    gx, gw = vjp(seed)
+    torch.testing.assert_close(gx, leaf_x.grad, rtol=0, atol=0)
+    torch.testing.assert_close(gw, leaf_w.grad, rtol=0, atol=0)
+    leaf = x.clone().requires_grad_()
+    with _directly(device):
+        chain.fn(leaf, w, 1.5).sum().backward()
+    torch.testing.assert_close(grad, leaf.grad, rtol=0, atol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_call_on_cuda_is_one_native_node_and_its_step_runs_no_python():
+    x, w = torch.randn(6, 20, device="cuda"), torch.randn(120, device="cuda", requires_grad=True)
+    out = chain(x, w, 1.5)
+    assert out.grad_fn.name() == f"{NS}::chainBackward"  # the C++ node, not an autograd.Function's
+    out.sum().backward()  # traced and compiled
+    before = tt.runtime_counters()
+    for _ in range(3):
+        chain(x, w, 1.5).sum().backward()
+    after = tt.runtime_counters()
+    assert after["host_entries"] == before["host_entries"] and after["fallback_calls"] == before["fallback_calls"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_whole_training_step_replays_from_a_cuda_graph():
+    """Forward, backward (one C++ node per call: the gradient ops' plans) and the optimizer in one graph."""
+    torch.manual_seed(0)
+    graphed, eager = _Model().cuda(), _Model().cuda()
+    eager.load_state_dict(graphed.state_dict())
+    x = torch.randn(6, 20, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # warm: traced and compiled before capture (no optimizer step: the weights stay)
+            graphed.zero_grad(set_to_none=True)
+            graphed(x).backward()
+    torch.cuda.current_stream().wait_stream(side)
+    opt = torch.optim.SGD(graphed.parameters(), lr=0.01)
+    opt.zero_grad(set_to_none=True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss = graphed(x)
+        static_loss.backward()
+        opt.step()
+    want = _train(eager, eager, x, steps=3)
+    for step_loss in want:
+        graph.replay()
+        torch.testing.assert_close(static_loss, step_loss, rtol=0, atol=0)
+    torch.testing.assert_close(graphed.w, eager.w, rtol=0, atol=0)

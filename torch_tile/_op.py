@@ -343,9 +343,14 @@ class TileOp:
                 plan = tracer.run()
             except NeedsDataValues:  # learn what the body reads from this call's data, then trace again
                 # As a call that runs the body runs it: with the caller's autograd (a body may take gradients).
+                # A backward may write what it is given in place (a gradient, a saved buffer): a gradient op's run
+                # learns from copies of all its tensors.
+                args = tracer.call[1]
+                written = self.mutated_args if self.gradient_of is None else \
+                    [i for i, v in enumerate(args) if isinstance(v, torch.Tensor)]
                 try:
-                    values = learn_data_values(tracer.call[1], self.mutated_args,
-                                               lambda args: _fallback.run_body(self, args), _C.run_as_the_caller)
+                    values = learn_data_values(args, written, lambda args: _fallback.run_body(self, args),
+                                               _C.run_as_the_caller)
                 except TraceError:  # nothing to learn from (meta tensors): as any trace that fails
                     raise
                 except Exception as e:

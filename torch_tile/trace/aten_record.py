@@ -199,6 +199,8 @@ class AtenRecorder:
                                     "as an argument")
         if short_name in READ_OPERATORS:
             return self._read(args[0], what)
+        if name == "aten::equal":
+            return self._equal(args, what)
         if short_name in _METADATA_MUTATIONS:
             raise self.tracer.error(f"{what} changes a tensor's sizes or strides in place, which a launch plan "
                                     "cannot follow: use the out-of-place form")
@@ -273,6 +275,18 @@ class AtenRecorder:
         self.shapes.take_guards()
         value = self.tracer.data.read(proxy._slot, fake.dtype, f"{proxy._name}.item()", what)
         return self.shapes.symint(value)
+
+    def _equal(self, args: tuple, what: str):
+        """``torch.equal(a, b)``: sizes compared (guards), then whether any element differs, read from the data
+        (``aten::ne``, ``aten::any``, a Read step): a bool over the value read."""
+        a, b = args
+        if a.dim() != b.dim() or any(x != y for x, y in zip(a.shape, b.shape)):
+            self.shapes.take_guards()
+            return False
+        self.shapes.take_guards()
+        differs = self.record(torch.ops.aten.ne.Tensor, (a, b), {})
+        found = self.record(torch.ops.aten.any.default, (differs,), {})
+        return self._read(found, what) == 0
 
     def _data_shaped(self, operator: str, out, what: str):
         """``out`` with each tensor whose sizes the data decides (ShapeEnv's unbacked sizes) replaced by one

@@ -88,6 +88,9 @@ class _Recording(TorchDispatchMode):
         short = func._schema.name.split("::")[-1]
         if short in READ_OPERATORS:
             self.events.append(DataEvent("read", _site(), "read", out))
+        elif func._schema.name == "aten::equal" and args[0].shape == args[1].shape:
+            # What a trace reads of it: whether any element differs (aten_record's ``_equal``).
+            self.events.append(DataEvent("read", _site(), "read", int(not out)))
         elif torch.Tag.dynamic_output_shape in func.tags:
             shapes = [(list(t.shape), list(t.stride())) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
             self.events.append(DataEvent("shape", _site(), func._schema.name, shapes))

@@ -11,7 +11,8 @@ tracer keeps each one as a real CPU tensor of the call's values together with it
 * where the body computes with it on the host (``torch.prod``, ``.tolist()``, ``int(...)``), the values it was made
   from are guarded as they are (a plan for other values is another plan) and torch computes on the real tensor.
 
-Integer (and bool) data only on the device: floats are not plan expressions.
+Integer (and bool) data on the device, and single floats (a constant or a float argument, ``aten::scalar_tensor``):
+floats are not plan expressions.
 """
 
 from __future__ import annotations
@@ -78,8 +79,11 @@ class HostTensors:
         values = values if values is not None else host.reshape(-1).tolist()
         dtype = dtype or host.dtype
         if host.numel() and (host.dtype.is_floating_point or host.dtype.is_complex):
+            if host.dim() == 0 and not host.dtype.is_complex:  # one float (`torch.tensor(1.0, device=...)`)
+                return self._scalar_tensor(values[0], dtype)
             raise tracer.error(f"a tensor of {host.dtype} host values on {tracer.device}: a launch plan holds "
-                               "integer values only (pass the tensor as an argument, or make it from ints)")
+                               "integer values and single floats only (pass the tensor as an argument, or make it "
+                               "from ints)")
         sizes = list(host.shape)
         strides = list(contiguous_strides(sizes))
         step = _plan.AtenStep("torch_tile::tensor_of_ints", "", [
@@ -89,6 +93,19 @@ class HostTensors:
             _plan.AtenArg(A.DEVICE)], 1, body_location(*tracer.op.sources))
         tracer.check_dtype(dtype, "a tensor of host values")
         (proxy,) = tracer.add_aten_step(step, [(TensorMeta(sizes, strides, dtype), sizes, strides)])
+        return proxy
+
+    def _scalar_tensor(self, value, dtype: torch.dtype) -> TensorProxy:
+        """A 0-d tensor of one float (a constant, or a float argument read per call): ``aten::scalar_tensor``."""
+        tracer = self.tracer
+        tracer.check_dtype(dtype, "a tensor of host values")
+        number = _plan.AtenArg(A.SCALAR, slots=[value.arg]) if isinstance(value, SymbolicFloat) else \
+            _plan.AtenArg(A.SCALAR, number=float(value))
+        step = _plan.AtenStep("aten::scalar_tensor", "", [
+            number, _plan.AtenArg(A.INT, ints=[_plan.expr(encode_int(_C.enum_code(dtype), tracer))]),
+            _plan.AtenArg(A.NONE), _plan.AtenArg(A.DEVICE), _plan.AtenArg(A.NONE)], 1,
+            body_location(*tracer.op.sources))
+        (proxy,) = tracer.add_aten_step(step, [(TensorMeta([], [], dtype), [], [])])
         return proxy
 
     def on_device(self, values):
