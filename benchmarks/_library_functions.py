@@ -133,8 +133,10 @@ def library_functions(steps: int) -> dict:
         "gradients_equal_liger": equal,
         "ratios": ratios,
         "targets_met": {
-            "library Functions through tile ops <= 1.1x torch_tile's own kernels": ratios["liger_tile_over_tile"] <= 1.1,
-            "library Functions through tile ops >= 1.7x faster than the library": ratios["liger_over_liger_tile"] >= 1.7,
+            "library Functions through tile ops <= 1.1x torch_tile's own kernels":
+                ratios["liger_tile_over_tile"] <= 1.1,
+            "library Functions through tile ops >= 1.7x faster than the library":
+                ratios["liger_over_liger_tile"] >= 1.7,
             "0 host entries per step": per_step["host_entries"] == 0,
             "graph replay within 10% of the library's graph (floor)":
                 ratios["liger_tile_graph_over_liger_graph"] <= 1.10,
