@@ -13,7 +13,7 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile._launch_mode import launch_mode
-from torch_tile._training import tape_call
+from torch_tile._training import run_forward_op, tape_call
 from torch_tile.frontends.triton.interpret import InterpretLaunches
 
 NS = "functions"
@@ -245,6 +245,12 @@ CASES = {
 }
 
 
+def _needing_grad(args) -> list:
+    """``args`` whose floating tensors require a gradient (which Functions autograd records depends on it)."""
+    return [a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args]
+
+
 def _grads_of(fn, args, seed: int = 0):
     """fn's outputs and the gradients of a weighted sum of its floating outputs w.r.t. its tensor arguments."""
     leaves = [a.clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
@@ -270,7 +276,7 @@ def test_gradients_equal_the_functions_applied_directly(case, device):
         want_outs, want_grads = _grads_of(op.fn, args)
     for got, want in zip([*outs, *grads], [*want_outs, *want_grads]):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
-    plan = op.trace(*args)
+    plan = op.trace(*_needing_grad(args))
     assert plan.backward is not None and plan.backward.gradient_op, plan.backward and plan.backward.reason
 
 
@@ -297,23 +303,28 @@ def test_a_gradient_path_with_other_torch_operations_runs_the_body_under_autogra
     torch.testing.assert_close(grads[0], want_grads[0], rtol=0, atol=0)
     assert tt.runtime_counters()["fallback_calls"] > before
     assert any("under autograd" in why and "aten::mul" in why for why in tt.explain(torch_op_between).fallbacks)
-    plan = torch_op_between.trace(x)
+    plan = torch_op_between.trace(x.requires_grad_())
     assert not plan.backward.gradient_op and "aten::mul" in plan.backward.reason
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_a_forward_reading_needs_input_grad_trains_through_the_body(device):
+def test_a_forward_reading_needs_input_grad_has_a_plan_per_pattern(device):
+    """Which arguments require a gradient is a guard (REQUIRES_GRAD): the forward reads the call's answer."""
     x = torch.randn(20, device=device)
     torch.testing.assert_close(reads_needs_input_grad(x), 3 * x)  # a plan: the call needs no gradient
     leaf = x.clone().requires_grad_()
-    with pytest.warns(Warning, match="needs_input_grad"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         reads_needs_input_grad(leaf).sum().backward()
     torch.testing.assert_close(leaf.grad, torch.full_like(x, 3.0))
+    guards = [g.text for g in reads_needs_input_grad.trace(leaf.detach().requires_grad_()).guards]
+    assert "x.requires_grad != 0" in guards
+    assert "x.requires_grad == 0" in [g.text for g in reads_needs_input_grad.trace(x).guards]
 
 
 def test_the_plan_keeps_what_the_functions_keep():
     x, w = torch.randn(6, 20), torch.randn(120)
-    plan = chain.trace(x, w, 1.5)
+    plan = chain.trace(*_needing_grad((x, w, 1.5)))
     spec = plan.backward
     assert spec.gradient_op == f"{NS}_grad::chain" and not spec.materialize_grads
     assert list(spec.differentiable) == [1]
@@ -327,9 +338,11 @@ def test_the_plan_keeps_what_the_functions_keep():
 def _gradient_plan(op, args: tuple, grads: list, mask: int):
     """The plan of the gradient op a call of ``op`` on ``args`` differentiates with, traced for these output
     gradients and mask (what the native node passes it)."""
+    args = tuple(_needing_grad(args))
     call, why = tape_call(op, args)
     assert call is not None, why
-    made = op.forward_op()(*args)
+    with torch.no_grad():  # as the tape's autograd.Function calls it
+        made = run_forward_op(op, args, call)
     outputs, extras = made[:op.num_returns], made[op.num_returns:]
     take = {"arg": args, "output": outputs, "extra": extras}
     saved = [take[kind][i] for kind, i in call.layout.sources]

@@ -20,11 +20,13 @@ from ._plan import StepKind
 @dataclass
 class PlanExplanation:
     """One plan: ``guards`` (their text), ``steps`` (one line each) and, for a fallback plan, ``fallback`` (why
-    its calls run the body in Python; empty for a native plan)."""
+    its calls run the body in Python; empty for a native plan); ``gradient``: for calls that need one, "native: "
+    and the gradient op, or "in Python: " and why."""
 
     guards: list[str]
     steps: list[str]
     fallback: str = ""
+    gradient: str = ""  # how calls that need a gradient differentiate ("" for a plan that keeps nothing for one)
 
     @property
     def native(self) -> bool:
@@ -48,6 +50,8 @@ class Explanation:
             lines.append("    guards: " + ("; ".join(plan.guards) or "none"))
             if plan.native:
                 lines += [f"    {step}" for step in plan.steps]
+                if plan.gradient:
+                    lines.append(f"    gradient: {plan.gradient}")
             else:
                 lines.append(f"    because: {plan.fallback}")
         for why, calls in self.fallbacks.items():
@@ -80,7 +84,16 @@ def _explain_plan(plan, arg_names) -> PlanExplanation:
         elif step.kind == StepKind.ATEN:
             a = plan.aten_steps[step.index]
             steps.append(f"{a.name}{'.' + a.overload if a.overload else ''} at {a.site}")
+        elif step.kind == StepKind.READ:
+            r = plan.reads[step.index]
+            steps.append(f"read {r.count} value(s) of {name(r.slot)} from the data at {r.site}")
+        elif step.kind == StepKind.CHECK:
+            c = plan.checks[step.index]
+            steps.append(f"check `{c.condition.text}` at {c.site} (else the body runs)")
         else:
             launch = plan.launches[step.index]
             steps.append(f"launch {launch.kernel_name} at {launch.site}")
-    return PlanExplanation(guards, steps, plan.fallback)
+    spec = plan.backward
+    gradient = "" if spec is None else f"native: {spec.gradient_op}" if spec.gradient_op else \
+        f"in Python: {spec.reason}"
+    return PlanExplanation(guards, steps, plan.fallback, gradient)

@@ -38,8 +38,9 @@ def hinted(value):
     if isinstance(value, torch.Tensor):
         sizes = [optional_hint(s) for s in value.shape]
         strides = [optional_hint(s) for s in value.stride()]
-        with unset_fake_temporarily():
-            return torch.empty_strided(sizes, strides, dtype=value.dtype, device="meta")
+        with unset_fake_temporarily():  # requires_grad kept: plans of a body applying Functions guard on it
+            return torch.empty_strided(sizes, strides, dtype=value.dtype, device="meta",
+                                       requires_grad=value.requires_grad and value.is_floating_point())
     return optional_hint(value)
 
 

@@ -221,12 +221,14 @@ class TileOp:
 
     def forward_op(self) -> "TileOp":
         """``<ns>_fwd::<name>``: the body returning its outputs and then the tensors its Functions keep, as a
-        ``list[Tensor]`` (the Python path's forward: see _training.py)."""
+        ``list[Tensor]``; its last argument, ``int tape_requires_grad``, says which tensors require a gradient (bit
+        per argument: which Functions autograd records depends on it). The Python path's forward: see _training.py."""
         if self._forward_op is None:
             overload = f".{self.overload_name}" if self.overload_name else ""
-            arguments = self.schema.rsplit("->", 1)[0].strip()
+            arguments = self.schema.rsplit("->", 1)[0].strip()[1:-1]
             self._forward_op = TileOp(f"{self.namespace}_fwd::{self.name}{overload}", _training.forward_body(self),
-                                      schema=f"{arguments} -> Tensor[]", forward_of=self)
+                                      schema=f"({arguments}, int {_training.REQUIRES_GRAD_ARG}) -> Tensor[]",
+                                      forward_of=self)
         return self._forward_op
 
     def variant_keys(self, *args, **kwargs) -> list[tuple[int, list[int]]]:
@@ -245,7 +247,8 @@ class TileOp:
                         is_gradient_op=self.gradient_of is not None, backward_fn=self.backward_fn,
                         setup_context_fn=self.setup_context_fn,
                         gradient_op_name=lambda layout: self.gradient_op(layout).qualname,
-                        function_applied=function_applied, returned_args=self.returned_args)
+                        function_applied=function_applied, returned_args=self.returned_args,
+                        requires_grad_arg=len(self.arg_names) - 1 if self.forward_of is not None else -1)
 
     @property
     def sources(self) -> tuple:

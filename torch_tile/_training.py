@@ -42,20 +42,26 @@ def returned(result) -> list:
     return [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
 
 
+# The forward op's last argument: which tensor arguments require a gradient, a bit each.
+REQUIRES_GRAD_ARG = "tape_requires_grad"
+
+
 def forward_body(op: "TileOp") -> Callable:
     """The forward op's body: ``op``'s body, returning its outputs and then the tensors its Functions kept that
     are neither arguments nor outputs (``TapeLayout.sources``' extras), as a list."""
     num_args = len(op.arg_names)
 
-    def body(*values):
+    def body(*values, **keywords):
+        mask = keywords.pop(REQUIRES_GRAD_ARG) if REQUIRES_GRAD_ARG in keywords else values[-1]
+        values = (*(values if REQUIRES_GRAD_ARG in keywords or not values else values[:-1]), *keywords.values())
         tracer = current_tracer()
         if tracer is not None:
             outputs = returned(op.call_body(values))
             return [*outputs, *tracer.functions.extras(outputs, num_args)]
-        # A real run: the floating tensor arguments need a gradient, so that autograd says which Functions take
+        # A real run: the arguments need a gradient as the mask says, so that autograd says which Functions take
         # one (as the trace's tape decides); the results leave without autograd.
-        leaves = tuple(v.detach().requires_grad_() if isinstance(v, torch.Tensor) and differentiable(v.dtype) else v
-                       for v in values)
+        leaves = tuple(v.detach().requires_grad_(bool(mask >> i & 1)) if isinstance(v, torch.Tensor) and
+                       differentiable(v.dtype) else v for i, v in enumerate(values))
         tape = EagerTape()
         with _with_autograd(), inlined_calls(), recording_functions(tape), torch.enable_grad():
             result = op.call_body(leaves)
@@ -131,14 +137,26 @@ def tape_call(op: "TileOp", values: tuple) -> tuple[Optional[TapeCall], str]:
                     tuple(spec.float_values)), ""
 
 
+def run_forward_op(op: "TileOp", args: tuple, call: TapeCall) -> list:
+    """The forward op on ``args`` (in schema order): the outputs, then the kept tensors that are neither arguments
+    nor outputs. Which arguments require a gradient is the call's the layout was traced for (which Functions
+    autograd records depends on it), whatever a transform or torch.compile's tracing makes of the tensors below."""
+    mask = sum(1 << i for i, value in enumerate(call.layout.arguments) if value is not None)
+    forward_op = op.forward_op()
+    n = len(args) - len(op.kwarg_only)
+    if op.kwarg_only:
+        return forward_op.overload(*args[:n], **dict(zip(op.kwarg_only, args[n:])), **{REQUIRES_GRAD_ARG: mask})
+    return forward_op.overload(*args, mask)
+
+
 def tape_function(op: "TileOp") -> type:
     """The autograd.Function of ``op``'s calls on the Python path: applied to the call's arguments and its
     ``TapeCall``."""
     n = op.num_returns
 
     def forward(*inputs):
-        *args, _ = inputs
-        return tuple(op.forward_op().overload(*args))  # no gradient needed here: the forward op runs below autograd
+        *args, call = inputs
+        return tuple(run_forward_op(op, tuple(args), call))
 
     def setup_context(ctx, inputs, output):
         *args, call = inputs

@@ -76,7 +76,7 @@ void bind_kinds(py::module_& m) {
       .value("IS_NONE", ExprOp::IsNone).value("DATA_PTR", ExprOp::DataPtr).value("STR_EQ", ExprOp::StrEq)
       .value("FLOAT_BITS", ExprOp::FloatBits).value("LIST_LEN", ExprOp::ListLen)
       .value("LIST_ITEM", ExprOp::ListItem).value("BIT_LENGTH", ExprOp::BitLength)
-      .value("READ", ExprOp::Read);
+      .value("READ", ExprOp::Read).value("REQUIRES_GRAD", ExprOp::RequiresGrad);
   py::enum_<BindingKind>(m, "BindingKind", "How a kernel parameter gets its value (csrc/runtime/plan/launch_plan.h)", py::arithmetic())
       .value("TENSOR", BindingKind::Tensor).value("INT", BindingKind::Int).value("BOOL", BindingKind::Bool)
       .value("FLOAT", BindingKind::Float).value("CONSTEXPR", BindingKind::Constexpr)

@@ -93,6 +93,7 @@ c10::Device NativeOp::read_arguments(const c10::IValue* in, CallArgs& args, bool
   args.num_slots = int32_t(n);
   FirstTensor first;
   args.none_mask = 0;
+  args.requires_grad_mask = 0;
   args.list_items_used = 0;
   for (size_t i = 0; i < n; ++i) {
     const c10::IValue& v = in[i];
@@ -110,6 +111,7 @@ c10::Device NativeOp::read_arguments(const c10::IValue* in, CallArgs& args, bool
       case ArgKind::Tensor:
         if (!v.isTensor()) bad_argument(op, ErrorKind::Type, i, "a Tensor", kind_of(v));
         args.slots[i] = read_tensor(v.toTensor(), i, -1, args, first, any_device);
+        if (i < 64 && v.toTensor().requires_grad()) args.requires_grad_mask |= uint64_t(1) << i;
         break;
       case ArgKind::TensorList: {
         if (!v.isTensorList()) bad_argument(op, ErrorKind::Type, i, "a list of Tensors", kind_of(v));

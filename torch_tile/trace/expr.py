@@ -310,7 +310,7 @@ def _str_bytes(words, n: int) -> bytes:
 
 # Words after each opcode that has operands (STR_EQ: 2, then its string's words).
 _OPERANDS = {Op.CONST: 1, Op.SIZE: 2, Op.STRIDE: 2, Op.NUMEL: 1, Op.SCALAR: 1, Op.IS_NONE: 1, Op.DATA_PTR: 1,
-             Op.FLOAT_BITS: 1, Op.LIST_LEN: 1, Op.LIST_ITEM: 2, Op.STR_EQ: 2, Op.READ: 1}
+             Op.FLOAT_BITS: 1, Op.LIST_LEN: 1, Op.LIST_ITEM: 2, Op.STR_EQ: 2, Op.READ: 1, Op.REQUIRES_GRAD: 1}
 
 
 def substitute(code, replace) -> list[int]:
@@ -351,6 +351,9 @@ def evaluate(code, tensors: list, scalars: list, reads: tuple = ()):
         pc += 1
         if op == Op.IS_NONE:
             stack.append(int(scalars[code[pc]] is None))
+            pc += 1
+        elif op == Op.REQUIRES_GRAD:
+            stack.append(int(tensors[code[pc]].requires_grad))
             pc += 1
         elif op == Op.DATA_PTR:
             stack.append(_address(tensors[code[pc]]))

@@ -158,17 +158,23 @@ class _Converted:
 class FunctionTape:
     """The Functions, views and conversions on the gradient's path of one trace (the tracer owns one)."""
 
-    def __init__(self, tracer, arguments: dict):
-        """``arguments``: the op's tensor arguments by slot (their stand-ins)."""
+    def __init__(self, tracer, arguments: dict, requires_grad: Callable[[int], Any]):
+        """``arguments``: the op's tensor arguments by slot (their stand-ins); ``requires_grad(slot)``: whether one
+        requires a gradient in the traced call, a bool over the call (a plan of a body that applies a Function holds
+        for one pattern: which Functions autograd records depends on it, as in eager)."""
         self.tracer = tracer
         self.depth = 0  # > 0 while a Function's forward runs: eager runs it without autograd
+        self._floating = [slot for slot, proxy in arguments.items() if slot < 63 and differentiable(proxy.dtype)]
+        self._requires_grad_of = requires_grad
+        self._requires_grad = {slot: bool(getattr(requires_grad(slot), "value", requires_grad(slot)))
+                               for slot in self._floating}
         # Tensors needing a gradient (by slot): the op arguments (a bit each) they depend on.
-        self.depends: dict[int, int] = {slot: 1 << slot for slot, proxy in arguments.items()
-                                        if slot < 63 and differentiable(proxy.dtype)}
+        self.depends: dict[int, int] = {slot: 1 << slot for slot in self._floating if self._requires_grad[slot]}
         self.arguments = tuple(sorted(self.depends))
         self.untraceable: dict[int, str] = {}  # slot -> why its gradient is not a plan's
         self.recorded: list = []
         self.not_native: Optional[str] = None
+        self.any_applied = False  # a Function applied at the body's top level (a node or not)
 
     @property
     def applied(self) -> bool:
@@ -181,14 +187,18 @@ class FunctionTape:
     def apply(self, cls: type, args: tuple):
         """``cls.apply(*args)`` in the body: a node if it takes a tensor needing a gradient, else (or from
         another Function's forward) the forward inline, as eager runs it."""
+        if self.depth > 0:
+            return run_inline(cls, args)
+        self.any_applied = True
         inputs = tuple(a._slot if isinstance(a, TensorProxy) and a._slot in self.depends else None for a in args)
-        if self.depth > 0 or all(i is None for i in inputs):
+        if all(i is None for i in inputs):
             return run_inline(cls, args)
         for slot in inputs:
             if slot in self.untraceable:
                 self._refuse(self.untraceable[slot])
-        ctx = RecordingContext(needs_input_grad=lambda: self._read_requires_grad(
-            f"{cls.__qualname__}'s forward reads ctx.needs_input_grad"), tensor_type=TensorProxy)
+        ctx = RecordingContext(needs_input_grad=lambda: tuple(
+            self.read_requires_grad(a) if isinstance(a, TensorProxy) else False for a in args),
+            tensor_type=TensorProxy)
         self.depth += 1
         try:
             out = run_forward(cls, ctx, args)
@@ -219,17 +229,17 @@ class FunctionTape:
                                                                 for s in inputs), outputs, recording))
         return out
 
-    def _read_requires_grad(self, why: str) -> tuple:
-        """A forward that asks which inputs need a gradient: the plan (which serves calls that need none too)
-        answers as for those calls; calls that need one take the Python path."""
-        self._refuse(f"{why}, which differs between calls that need a gradient and calls that do not")
-        return tuple(False for _ in range(64))
-
-    def read_requires_grad(self, proxy: TensorProxy) -> bool:
-        """``x.requires_grad`` in a body whose Functions are on the tape: False, as for calls needing no
-        gradient (the others take the Python path)."""
-        if proxy._slot in self.depends:
-            self._read_requires_grad(f"`{proxy._name}.requires_grad` is read")
+    def read_requires_grad(self, proxy: TensorProxy):
+        """``x.requires_grad`` (or a forward's ``ctx.needs_input_grad``): of an op argument, the call's (a bool over
+        ``REQUIRES_GRAD``: a guard where the body decides on it); of a tensor the body made, False where it needs
+        no gradient; else it depends on autograd's mode, which a plan does not see: such calls take the Python
+        path."""
+        slot = proxy._slot
+        if slot in self._requires_grad:
+            return self._requires_grad_of(slot)
+        if slot in self.depends:
+            self._refuse(f"`{proxy._name}.requires_grad` is read of a tensor the body computed, which depends on "
+                         "autograd's mode")
         return False
 
     def view(self, base: TensorProxy, view: TensorProxy, operator: Optional[str]) -> None:
@@ -311,6 +321,9 @@ class FunctionTape:
     def spec(self, outputs: list, num_args: int) -> Optional[tuple[Optional[TapeLayout], dict]]:
         """What the plan keeps for calls that need a gradient: None if the body applied no Function (the op has
         no backward), (None, {"reason": ...}) if its gradient cannot be a plan's, else (layout, spec fields)."""
+        if not self.any_applied:
+            return None
+        self._guard_requires_grad()
         if not self.applied:
             return None
         try:
@@ -366,8 +379,15 @@ class FunctionTape:
                     materialize_grads=False)  # each Function materializes its own, as its node would
         return layout, spec
 
+    def _guard_requires_grad(self) -> None:
+        """Which floating arguments require a gradient, as guards: the Functions autograd records depend on it."""
+        for slot in self._floating:
+            bool(self._requires_grad_of(slot))
+
     def extras(self, outputs: list, num_args: int) -> list:
         """The kept tensors the forward op returns after the outputs (``TapeLayout.sources``' extras)."""
+        if self.any_applied:
+            self._guard_requires_grad()
         saver = ValueSaver(self.tracer)
         for r in self.recorded:
             if isinstance(r, _Applied):

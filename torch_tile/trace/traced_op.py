@@ -32,3 +32,4 @@ class TracedOp:
     gradient_op_name: Optional[Callable[[Any], str]] = None
     function_applied: Callable[[], None] = lambda: None
     returned_args: tuple[int, ...] = ()  # per return: the argument the schema says it is (`Tensor(a!)`), or -1
+    requires_grad_arg: int = -1  # a forward op's: the int argument whose bits say which tensors require a gradient

@@ -169,7 +169,8 @@ class Tracer(GuardSink, LaunchMode):
         self.num_inputs = self.num_args
         self.stand_ins = [self._stand_in(i, a) for i, a in enumerate(args)]
         # The autograd.Functions the body applies, and what autograd would record around them (trace/functions.py).
-        self.functions = FunctionTape(self, {slot: p for slot, p in self._inputs.items() if slot < self.num_args})
+        self.functions = FunctionTape(self, {slot: p for slot, p in self._inputs.items() if slot < self.num_args},
+                                      self._requires_grad)
         if device is not None:
             self.device = device
         if self.device is None:
@@ -215,6 +216,16 @@ class Tracer(GuardSink, LaunchMode):
         if value is None:
             return None
         raise TraceError(f"{self.op.qualname}: argument '{name}' of type {type(value).__name__} is not supported")
+
+    def _requires_grad(self, slot: int):
+        """Whether tensor argument ``slot`` requires a gradient in this call, as a bool over the call: the tensor's
+        flag (``REQUIRES_GRAD``), or for a forward op, the bit its mask argument gives (trace/functions.py)."""
+        mask = self.op.requires_grad_arg
+        if mask >= 0:
+            return (self.stand_ins[mask] >> slot) & 1
+        name = self._inputs[slot]._name
+        return SymbolicInt((Op.REQUIRES_GRAD, slot), f"{name}.requires_grad",
+                           int(self._input_values[slot].requires_grad), self, is_bool=True)
 
     def _input_tensor(self, slot: int, arg: int, name: str, value: torch.Tensor) -> TensorProxy:
         if self.device is None:

@@ -21,6 +21,7 @@ struct CallArgs {
   int32_t list_len[kMaxOpArgs];
   int32_t list_items_used = 0;
   uint64_t none_mask = 0;      // bit i: argument i is None
+  uint64_t requires_grad_mask = 0;  // bit i: tensor argument i requires a gradient
   int32_t num_args = 0;
   int32_t num_slots = 0;
   int32_t device = -1;  // the CUDA ordinal all tensor arguments share
@@ -31,7 +32,7 @@ struct CallArgs {
   int32_t num_reads = 0;
 
   EvalContext eval() const { return EvalContext{slots, num_slots, ints, num_args, strings, floats, list_items, list_start, list_len,
-                       none_mask, reads, num_reads}; }
+                       none_mask, requires_grad_mask, reads, num_reads}; }
 };
 
 }  // namespace torch_tile

@@ -17,7 +17,7 @@ int64_t operand_count(ExprOp op, const int64_t* pc, const int64_t* end) {
     case ExprOp::Const: return 1;
     case ExprOp::Size: case ExprOp::Stride: return 2;
     case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
-    case ExprOp::FloatBits: case ExprOp::ListLen: case ExprOp::Read: return 1;
+    case ExprOp::FloatBits: case ExprOp::ListLen: case ExprOp::Read: case ExprOp::RequiresGrad: return 1;
     case ExprOp::ListItem: return 2;
     case ExprOp::StrEq: {
       if (end - pc < 3 || pc[2] < 0 || pc[2] > (int64_t(1) << 20)) return -1;
@@ -32,6 +32,7 @@ int stack_effect(ExprOp op) {
     case ExprOp::Const: case ExprOp::Size: case ExprOp::Stride:
     case ExprOp::Numel: case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::DataPtr:
     case ExprOp::StrEq: case ExprOp::FloatBits: case ExprOp::ListLen: case ExprOp::ListItem: case ExprOp::Read:
+    case ExprOp::RequiresGrad:
       return +1;
     case ExprOp::Neg: case ExprOp::NextPow2: case ExprOp::Not: case ExprOp::BitLength: return 0;
     default: return -1;  // binary
@@ -162,7 +163,7 @@ bool Expr::contradicts(const Expr& other) const {
 bool Expr::reads_argument(ExprOp op) {
   switch (op) {
     case ExprOp::Scalar: case ExprOp::IsNone: case ExprOp::StrEq: case ExprOp::FloatBits: case ExprOp::ListLen:
-    case ExprOp::ListItem: return true;
+    case ExprOp::ListItem: case ExprOp::RequiresGrad: return true;
     default: return false;
   }
 }
@@ -227,10 +228,10 @@ int64_t Expr::evaluate(const EvalContext& ctx) const {
         stack[sp++] = ctx.scalars[i];
         continue;
       }
-      case ExprOp::IsNone: {
+      case ExprOp::IsNone: case ExprOp::RequiresGrad: {
         const int64_t i = *pc++;
         if (i < 0 || i >= 64) fail(ErrorKind::Runtime, "expression `" + text + "` reads a bad argument");
-        stack[sp++] = (ctx.none_mask >> i) & 1;
+        stack[sp++] = ((op == ExprOp::IsNone ? ctx.none_mask : ctx.requires_grad_mask) >> i) & 1;
         continue;
       }
       case ExprOp::FloatBits: {

@@ -34,6 +34,7 @@ enum class ExprOp : int64_t {
   ListItem,    // [ListItem, argument, index]: an item of an int[] argument
   BitLength,   // Python's int.bit_length()
   Read,        // [Read, k]: the k-th value the call read from its tensors' data (a plan's Read step)
+  RequiresGrad,  // [RequiresGrad, argument]: 1 when a tensor argument requires a gradient (a library's forward asks)
   Count_,      // number of opcodes (keep last)
 };
 
@@ -55,6 +56,7 @@ struct EvalContext {
   const int32_t* list_start = nullptr;  // by argument index: where its items start in list_items
   const int32_t* list_len = nullptr;    // by argument index: how many
   uint64_t none_mask = 0;            // bit i: argument i is None
+  uint64_t requires_grad_mask = 0;   // bit i: tensor argument i requires a gradient
   const int64_t* reads = nullptr;    // values read from the tensors' data so far (Read steps), in order
   int32_t num_reads = 0;
 };
@@ -66,7 +68,7 @@ struct Expr {
   // Checks the bytecode's shape once, at plan construction.
   void validate() const;
   // Calls read(op, argument) for each operation that reads an op argument
-  // by index (Scalar, IsNone, StrEq, FloatBits, ListLen, ListItem); the
+  // by index (Scalar, IsNone, StrEq, FloatBits, ListLen, ListItem, RequiresGrad); the
   // expression must be valid.
   template <class Read>
   void for_each_argument_read(Read read) const {

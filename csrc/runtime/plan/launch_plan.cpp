@@ -84,6 +84,7 @@ void LaunchPlan::check_argument_kinds(const std::string& op, const std::vector<A
         case ExprOp::FloatBits: ok = value == ArgKind::Float; break;
         case ExprOp::ListLen: ok = kind == ArgKind::IntList || kind == ArgKind::TensorList; break;
         case ExprOp::ListItem: ok = kind == ArgKind::IntList; break;
+        case ExprOp::RequiresGrad: ok = value == ArgKind::Tensor; break;
         default: break;
       }
       if (!ok) refuse("has an expression `" + e.text + "` reading argument " + std::to_string(arg) +

@@ -18,8 +18,8 @@ namespace torch_tile {
 
 constexpr char kPlanMagic[8] = {'T', 'T', 'P', 'L', 'A', 'N', 'S', '\0'};
 // 2: views, ATen steps, step order, optional/str/dtype arguments; 3: Tensor[] arguments; 4: layout-specialised
-// tensor bindings; 5: Read and Check steps (values read from the data)
-constexpr uint32_t kPlanFormatVersion = 5;
+// tensor bindings; 5: Read and Check steps (values read from the data); 6: RequiresGrad in expressions
+constexpr uint32_t kPlanFormatVersion = 6;
 
 // What a launch step names of its kernel: enough to find the kernel cache
 // again in a process that registered the same kernel (the Triton frontend
