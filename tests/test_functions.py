@@ -575,3 +575,76 @@ def test_a_whole_training_step_replays_from_a_cuda_graph():
         graph.replay()
         torch.testing.assert_close(static_loss, step_loss, rtol=0, atol=0)
     torch.testing.assert_close(graphed.w, eager.w, rtol=0, atol=0)
+
+
+# -- what the Functions' decorators and their backwards' Python do ----------------------------------------------
+
+
+class Autocast(torch.autograd.Function):
+    """torch.amp's decorators: the forward records whether autocast was on, the backward restores it."""
+
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda")
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return _scaled(x, scale)
+
+    @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")
+    def backward(ctx, grad):
+        return _scaled(grad.contiguous(), ctx.scale), None
+
+
+class ReadsAFloat(torch.autograd.Function):
+    """A backward that reads a float from the data (`.item()`): no plan holds it, so it runs in Python."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _scaled(x, 2.0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _scaled(grad.contiguous(), 2.0 + 0.0 * x.abs().max().item())
+
+
+@tt.op(f"{NS}::autocast_decorated")
+def autocast_decorated(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return Autocast.apply(x, scale)
+
+
+@tt.op(f"{NS}::backward_reads_a_float")
+def backward_reads_a_float(x: torch.Tensor) -> torch.Tensor:
+    return ReadsAFloat.apply(x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_autocast_decorators_keep_their_state_on_ctx(device):
+    x = torch.randn(50, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outs, grads = _grads_of(autocast_decorated, (x, 1.5))
+    with _directly(device):
+        want_outs, want_grads = _grads_of(autocast_decorated.fn, (x, 1.5))
+    torch.testing.assert_close(grads[0], want_grads[0], rtol=0, atol=0)
+    layout = autocast_decorated.gradient_op_named(
+        autocast_decorated.trace(*_needing_grad((x, 1.5))).backward.gradient_op).layout
+    (node,) = layout.nodes
+    assert {name for name, _, _ in node.attrs} >= {"scale", "_fwd_used_autocast", "_dtype"}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_backward_no_plan_holds_runs_in_python_counted_and_explained(device):
+    x = torch.randn(40, device=device)
+    before = tt.runtime_counters()["fallback_calls"]
+    for _ in range(2):
+        leaf = x.clone().requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # said once: the backward runs in Python, and why
+            backward_reads_a_float(leaf).sum().backward()
+        torch.testing.assert_close(leaf.grad, torch.full_like(x, 2.0))
+    assert tt.runtime_counters()["fallback_calls"] - before == 2
+    (why,) = backward_reads_a_float.fallback_calls
+    assert why.startswith("the backward runs in Python") and "item" in why
+    assert backward_reads_a_float.fallback_calls[why] == 2

@@ -117,7 +117,8 @@ class TileOp:
         _C.register_op(qualname, schema, [int(k) for k in kinds], self.num_returns, self._trace, self._fallback_call,
                        "CUDA", gradient_op=gradient_of is not None)
         if gradient_of is not None:
-            _C.register_gradient_op(qualname, _entry(self.fn))
+            _C.register_gradient_op(qualname, _entry(self._run_eagerly))
+        self._eagerly_because: Optional[str] = None  # a gradient op's: why its backward runs in Python
         self.backward_fn: Optional[Callable] = None  # as given to register_autograd
         self.setup_context_fn: Optional[Callable] = None
         self.vmap_fn: Optional[Callable] = None  # as given to register_vmap
@@ -334,6 +335,7 @@ class TileOp:
                                 fall_back=may_fall_back, may_leave=may_fall_back)
         except TraceError as e:
             if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on
+                self._eagerly_because = str(e)
                 _C.run_gradient_op_eagerly(self.qualname, str(e))
             raise
 
@@ -428,11 +430,20 @@ class TileOp:
         self._fell_back(reason)  # after the body ran: its own errors are not a fallback's
         return result
 
-    def _fell_back(self, reason: str) -> None:
+    def _fell_back(self, reason: str, warn: bool = True) -> None:
         count = self.fallback_calls.get(reason)
-        if count is None:
+        if count is None and warn:
             _fallback.warn_once(self, reason)
         self.fallback_calls[reason] = (count or 0) + 1
+
+    def _run_eagerly(self, *args):
+        """A gradient op's body run eagerly by the native node: under create_graph (the backward is itself
+        differentiated), or because its trace failed: then counted as a fallback call of the op it differentiates
+        (explain lists it; C++ warned once)."""
+        if self._eagerly_because is not None and not torch.is_grad_enabled():
+            _C.count_fallback_call()
+            self.gradient_of._fell_back(f"the backward runs in Python: {self._eagerly_because}", warn=False)
+        return self.fn(*args)
 
     @_entry
     def _fake(self, *args, **kwargs):
@@ -449,8 +460,11 @@ class TileOp:
         except TraceError as e:
             if self.gradient_of is None:
                 raise
-            # A backward no plan holds runs eagerly, as the native node runs it (warned once).
+            # A backward no plan holds runs eagerly, as the native node runs it (warned once, counted).
+            self._eagerly_because = str(e)
             _C.run_gradient_op_eagerly(self.qualname, str(e))
+            _C.count_fallback_call()
+            self.gradient_of._fell_back(f"the backward runs in Python: {e}", warn=False)
             plan = None
         with launch_mode(InterpretLaunches(self)), _fallback.NamingTheOp(self, "run by Triton's interpreter on CPU"):
             # A fallback's body runs as outside torch_tile, with autograd (the CUDA path's does too).

@@ -27,6 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .._errors import TraceError
 from .._plan import ExprOp as Op
 from .expr import SymbolicInt, substitute
+from .stand_ins import is_non_overlapping_and_dense
 
 # Operators that hand one element of a tensor to the host.
 READ_OPERATORS = ("item", "_local_scalar_dense", "is_nonzero")
@@ -114,7 +115,10 @@ class _RecordingLists(TorchFunctionMode):
 def _copy(value):
     if isinstance(value, torch.Tensor):
         with torch.no_grad():
-            copy = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device)
+            # Of its layout, unless its elements overlap (an expanded gradient): a written copy cannot be that.
+            copy = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device) \
+                if is_non_overlapping_and_dense(list(value.shape), list(value.stride())) else \
+                torch.empty(value.shape, dtype=value.dtype, device=value.device)
             copy.copy_(value)
         return copy.requires_grad_(value.requires_grad) if value.is_leaf and value.requires_grad else copy
     if isinstance(value, (list, tuple)):
