@@ -4,6 +4,7 @@ on CPU (Triton's interpreter, the Python path: forward op and gradient op) and, 
 (the native path: one C++ node per call, the gradient op's plan), and the ways each takes."""
 
 import contextlib
+import dataclasses
 import warnings
 
 import pytest
@@ -648,3 +649,52 @@ def test_a_backward_no_plan_holds_runs_in_python_counted_and_explained(device):
     (why,) = backward_reads_a_float.fallback_calls
     assert why.startswith("the backward runs in Python") and "item" in why
     assert backward_reads_a_float.fallback_calls[why] == 2
+
+
+# Libraries bind `apply` at import (`my_op = MyFunction.apply`): torch's own entry, which a trace reaches through.
+_mul_applied = Mul.apply
+_scale_with_setup_context = SetupContextStyle.apply
+
+
+@dataclasses.dataclass
+class _Config:
+    scale: float
+    mode: str
+
+
+class WithConfig(torch.autograd.Function):
+    """Keeps a config object on ctx (a library's dataclass of plain fields) and computes a float from a size."""
+
+    @staticmethod
+    def forward(ctx, x, config):
+        ctx.config = config
+        ctx.factor = 0.5 * (x.numel() - 1) / (x.numel() - 1)
+        return _scaled(x, config.scale)
+
+    @staticmethod
+    def backward(ctx, grad):
+        assert ctx.config.mode == "plain"
+        return _scaled(grad.contiguous(), ctx.config.scale * ctx.factor * 2), None
+
+
+_CONFIG = _Config(3.0, "plain")
+
+
+@tt.op(f"{NS}::through_aliases")
+def through_aliases(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return _mul_applied(_scale_with_setup_context(a, 2.0), WithConfig.apply(b, _CONFIG))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_functions_applied_through_aliases_and_keeping_objects_are_native(device):
+    a, b = torch.randn(50, device=device), torch.randn(50, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outs, grads = _grads_of(through_aliases, (a, b))
+    with _directly(device):
+        want_outs, want_grads = _grads_of(through_aliases.fn, (a, b))
+    for got, want in zip([*outs, *grads], [*want_outs, *want_grads]):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    layout = through_aliases.gradient_op_named(through_aliases.trace(*_needing_grad((a, b))).backward.gradient_op).layout
+    assert [node.function.__name__ for node in layout.nodes if hasattr(node, "function")] == \
+        ["SetupContextStyle", "WithConfig", "Mul"]

@@ -222,13 +222,15 @@ class TileOp:
 
     def forward_op(self) -> "TileOp":
         """``<ns>_fwd::<name>``: the body returning its outputs and then the tensors its Functions keep, as a
-        ``list[Tensor]``; its last argument, ``int tape_requires_grad``, says which tensors require a gradient (bit
-        per argument: which Functions autograd records depends on it). The Python path's forward: see _training.py."""
+        ``list[Tensor]``; its last argument, keyword-only ``tape_requires_grad``, says which tensors require a
+        gradient (bit per argument: which Functions autograd records depends on it). The Python path's forward: see
+        _training.py."""
         if self._forward_op is None:
             overload = f".{self.overload_name}" if self.overload_name else ""
             arguments = self.schema.rsplit("->", 1)[0].strip()[1:-1]
+            keyword = "" if self.kwarg_only else "*, "  # keyword-only: it follows arguments with defaults
             self._forward_op = TileOp(f"{self.namespace}_fwd::{self.name}{overload}", _training.forward_body(self),
-                                      schema=f"({arguments}, int {_training.REQUIRES_GRAD_ARG}) -> Tensor[]",
+                                      schema=f"({arguments}, {keyword}int {_training.REQUIRES_GRAD_ARG}=0) -> Tensor[]",
                                       forward_of=self)
         return self._forward_op
 

@@ -52,8 +52,8 @@ def forward_body(op: "TileOp") -> Callable:
     num_args = len(op.arg_names)
 
     def body(*values, **keywords):
-        mask = keywords.pop(REQUIRES_GRAD_ARG) if REQUIRES_GRAD_ARG in keywords else values[-1]
-        values = (*(values if REQUIRES_GRAD_ARG in keywords or not values else values[:-1]), *keywords.values())
+        mask = keywords.pop(REQUIRES_GRAD_ARG)
+        values = (*values, *keywords.values())  # the op's arguments in its schema's order
         tracer = current_tracer()
         if tracer is not None:
             outputs = returned(op.call_body(values))
@@ -142,11 +142,8 @@ def run_forward_op(op: "TileOp", args: tuple, call: TapeCall) -> list:
     nor outputs. Which arguments require a gradient is the call's the layout was traced for (which Functions
     autograd records depends on it), whatever a transform or torch.compile's tracing makes of the tensors below."""
     mask = sum(1 << i for i, value in enumerate(call.layout.arguments) if value is not None)
-    forward_op = op.forward_op()
     n = len(args) - len(op.kwarg_only)
-    if op.kwarg_only:
-        return forward_op.overload(*args[:n], **dict(zip(op.kwarg_only, args[n:])), **{REQUIRES_GRAD_ARG: mask})
-    return forward_op.overload(*args, mask)
+    return op.forward_op().overload(*args[:n], **dict(zip(op.kwarg_only, args[n:])), **{REQUIRES_GRAD_ARG: mask})
 
 
 def tape_function(op: "TileOp") -> type:

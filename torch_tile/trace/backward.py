@@ -25,8 +25,11 @@ be traced runs eagerly (both warned once, from C++).
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import types
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 from torch.utils import _pytree as pytree
@@ -37,8 +40,10 @@ from .expr import SymbolicInt, encode_int
 from .stand_ins import SymbolicFloat, TensorProxy
 from .state import current_tracer
 
-# Attribute values a plan keeps as they are (the gradient op's plans are traced with them).
-_CONSTANTS = (type(None), bool, str, torch.dtype, torch.device)
+# Attribute values a plan keeps as they are (the gradient op's plans are traced with them): the same for every call
+# the plan serves (an enum member, a function or class a library keeps for its backward).
+_CONSTANTS = (type(None), bool, str, torch.dtype, torch.device, enum.Enum, type, types.FunctionType,
+              types.BuiltinFunctionType)
 
 
 class NotNative(Exception):
@@ -154,6 +159,42 @@ def record_setup(setup_context: Callable, inputs: tuple, output, outputs: list) 
     return ctx._recording
 
 
+class _DataclassFields(NamedTuple):
+    """A dataclass instance kept on ctx (a library's config), as a tree: its fields are values of the call (a
+    bool argument, a size) or constants, flattened like any attribute, and the instance is rebuilt from them."""
+    cls: type
+    names: tuple
+    values: tuple
+
+
+def _as_tree(value, depth: int = 0):
+    """``value`` with each dataclass instance in it (a few levels down) a ``_DataclassFields``."""
+    if depth > 3:
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = tuple(f.name for f in dataclasses.fields(value))
+        return _DataclassFields(type(value), names, tuple(_as_tree(getattr(value, n), depth + 1) for n in names))
+    if type(value) in (tuple, list):
+        return type(value)(_as_tree(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return {k: _as_tree(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _from_tree(value):
+    """``_as_tree``'s inverse: each ``_DataclassFields`` an instance again (its fields set as a copy sets them)."""
+    if isinstance(value, _DataclassFields):
+        instance = value.cls.__new__(value.cls)
+        for name, v in zip(value.names, value.values):
+            object.__setattr__(instance, name, _from_tree(v))
+        return instance
+    if type(value) in (tuple, list):
+        return type(value)(_from_tree(v) for v in value)
+    if type(value) is dict:
+        return {k: _from_tree(v) for k, v in value.items()}
+    return value
+
+
 class ValueSaver:
     """What forwards keep for a gradient op, flattened: tensors (slots), ints (plan expressions over the
     arguments) and floats (a float argument, or a constant), in the order kept; the fields of the plan's
@@ -196,7 +237,7 @@ class ValueSaver:
         saved = tuple(None if t is None else self.tensor(t) for t in recording.saved)
         attrs = []
         for name, value in recording.attrs.items():
-            leaves, spec = pytree.tree_flatten(value)
+            leaves, spec = pytree.tree_flatten(_as_tree(value))
             attrs.append((name, spec, tuple(self.leaf(name, v) for v in leaves)))
         return saved, tuple(attrs)
 
@@ -255,11 +296,12 @@ class ReplayContext:
     def __init__(self, saved: tuple, attrs: tuple, tensors, ints, floats, needs_input_grad: NeedsInputGrad):
         values = {"tensor": tensors, "int": ints, "float": floats,
                   "bool": [v if isinstance(v, SymbolicInt) else bool(v) for v in ints]}
+
         self.saved_tensors = tuple(None if k is None else tensors[k] for k in saved)
         self.needs_input_grad = needs_input_grad
         for name, spec, leaves in attrs:
-            setattr(self, name, pytree.tree_unflatten(
-                [value if kind == "const" else values[kind][value] for kind, value in leaves], spec))
+            setattr(self, name, _from_tree(pytree.tree_unflatten(
+                [value if kind == "const" else values[kind][value] for kind, value in leaves], spec)))
 
 
 def gradient_body(qualname: str, layout: SavedLayout, backward: Callable, tensor_args: list[bool]) -> Callable:

@@ -108,6 +108,10 @@ class SymbolicInt:
     def _binary(self, other, op: Op, reverse: bool = False):
         rhs = self._lift(other)
         if rhs is None:
+            if isinstance(other, float) and op in (Op.ADD, Op.SUB, Op.MUL, Op.FLOORDIV, Op.MOD):
+                # A float made from a size: its value, guarded (the plan holds for this size), as `/` makes one.
+                value = self.specialize()
+                return _BINARY[op][1](other, value) if reverse else _BINARY[op][1](value, other)
             return NotImplemented
         a, b = (rhs, self) if reverse else (self, rhs)
         symbol, fn = _BINARY[op]

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 import torch
-from torch.autograd.function import _is_setup_context_defined
+from torch.autograd.function import BackwardCFunction, _is_setup_context_defined
 
 from .._errors import TraceError
 from .._launch_mode import launch_mode
@@ -589,12 +589,44 @@ def with_backward_launches(cls: type, mode) -> type:
 
 def routed_apply(cls: type, args: tuple, kwargs: dict):
     """``Function.apply`` while a trace or a real run records the body's Functions (trace/inlined_calls.py)."""
-    args = bound_arguments(cls, args, kwargs)
-    tracer = current_tracer()
-    if tracer is not None:
-        tracer.function_applied(cls)
-        return tracer.functions.apply(cls, args)
-    return current_eager_tape().apply(cls, args)
+    _local.routing = getattr(_local, "routing", 0) + 1
+    try:
+        args = bound_arguments(cls, args, kwargs)
+        tracer = current_tracer()
+        if tracer is not None:
+            tracer.function_applied(cls)
+            return tracer.functions.apply(cls, args)
+        return current_eager_tape().apply(cls, args)
+    finally:
+        _local.routing -= 1
+
+
+def recording() -> bool:
+    """Whether this thread records the Functions a body applies (a trace, or a real run of the forward op), and is
+    not inside that recording's own run of a Function."""
+    return (current_tracer() is not None or current_eager_tape() is not None) and not getattr(_local, "routing", 0)
+
+
+def applied_through_torch(cls: type, forward: Callable) -> Callable:
+    """``cls.forward`` as torch's own ``apply`` (the C entry) finds it, where a library bound ``F.apply`` before the
+    trace began (``my_op = MyFunction.apply``): the application routed as ``apply`` is (``torch``'s ctx, which
+    needs no gradient there, unused); a ``setup_context`` torch calls next is then skipped."""
+    def forward_of_apply(*args):
+        if args and isinstance(args[0], BackwardCFunction):  # forward(ctx, *inputs)
+            return routed_apply(cls, args[1:], {})
+        _local.skip_setup_context = cls  # forward(*inputs); torch calls setup_context(ctx, inputs, output) next
+        return routed_apply(cls, args, {})
+
+    forward_of_apply.__wrapped__ = forward
+    return forward_of_apply
+
+
+def skips_setup_context(cls: type) -> bool:
+    """Whether torch's ``apply`` of ``cls`` is calling the setup_context of an application already routed."""
+    if getattr(_local, "skip_setup_context", None) is cls:
+        _local.skip_setup_context = None
+        return True
+    return False
 
 
 # -- the gradient op's body ----------------------------------------------------------------------------------------

@@ -34,11 +34,27 @@ import torch
 
 from .. import _process_locks
 from .expr import SymbolicInt
-from .functions import backward_launch_mode, current_eager_tape, routed_apply, with_backward_launches
+from .functions import applied_through_torch, backward_launch_mode, current_eager_tape, recording, routed_apply, \
+    skips_setup_context, with_backward_launches
 from .state import current_tracer
 
 _Function = torch.autograd.Function
 _original_apply = _Function.__dict__["apply"]  # the C entry (torch >= 2.12) or Python's classmethod before it
+
+
+_FunctionMeta = type(_Function)
+
+
+def _routed_getattribute(cls, name: str):
+    """The attributes of Function classes while some thread traces: ``forward`` (and ``setup_context``) as torch's
+    own ``apply`` reads them, where this thread records a body's Functions (an alias ``F.apply`` bound before the
+    patch reaches torch's C entry, which reads these)."""
+    value = type.__getattribute__(cls, name)
+    if name == "forward" and recording():
+        return applied_through_torch(cls, value)
+    if name == "setup_context" and skips_setup_context(cls):
+        return lambda ctx, inputs, output: None
+    return value
 
 
 def _routed_apply(cls, *args, **kwargs):
@@ -84,6 +100,7 @@ class _Dynamo:
 
 def _apply() -> None:
     _Function.apply = classmethod(_routed_apply)
+    _FunctionMeta.__getattribute__ = _routed_getattribute
     for name, factory in _routed_factories.items():
         setattr(torch, name, factory)
     # Only a program that imported Dynamo can have compiled callables; nothing is imported here.
@@ -95,6 +112,7 @@ def _apply() -> None:
 
 def _undo() -> None:
     _Function.apply = _original_apply
+    del _FunctionMeta.__getattribute__
     for name, factory in _original_factories.items():
         setattr(torch, name, factory)
     if _Dynamo.module is not None:
