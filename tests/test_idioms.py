@@ -911,8 +911,20 @@ def test_a_tensor_of_host_floats_on_the_device_falls_back_with_its_reason():
     op = tt.op(f"{NS}::host_floats", body)
     x = torch.randn(4)
     with pytest.warns(RuntimeWarning, match=r"a tensor of torch.float32 host values on cpu: a launch plan holds "
-                                            r"integer values only"):
+                                            r"integer values and single floats only"):
         torch.testing.assert_close(op(x), x * 0.5)
+
+
+def test_one_host_float_on_the_device_is_a_plan_step():
+    def body(x: torch.Tensor, scale: float) -> torch.Tensor:
+        return x * torch.tensor(scale, device=x.device) + torch.tensor(0.25, device=x.device)
+
+    op = tt.op(f"{NS}::host_float", body, fallback=False)
+    x = torch.randn(4)
+    torch.testing.assert_close(op(x, 3.0), x * 3.0 + 0.25)
+    steps = op.trace(x, 3.0).aten_steps
+    assert [s.name for s in steps] == ["aten::scalar_tensor", "aten::mul", "aten::scalar_tensor", "aten::add"]
+    assert list(steps[0].args[0].slots) == [1] and steps[2].args[0].number == 0.25  # the argument, read per call
 
 
 # -- values read from the data ----------------------------------------------------------------------------------
