@@ -927,6 +927,26 @@ def test_one_host_float_on_the_device_is_a_plan_step():
     assert list(steps[0].args[0].slots) == [1] and steps[2].args[0].number == 0.25  # the argument, read per call
 
 
+def test_numbers_assigned_to_slices_are_plan_steps():
+    """`y[:, -1] = 0` (a backward clearing a column): torch makes the number a tensor, a plan step of its own."""
+    def body(x: torch.Tensor, n: int) -> torch.Tensor:
+        y = x.clone()
+        y[:, -1] = 0
+        y[0] = n
+        return y
+
+    op = tt.op(f"{NS}::slice_assigned", body, fallback=False)
+    x = torch.randn(3, 4)
+    for n in (2, 7):
+        want = x.clone()
+        want[:, -1] = 0
+        want[0] = n
+        torch.testing.assert_close(op(x, n), want, rtol=0, atol=0)
+    steps = op.trace(x, 2).aten_steps
+    assert [s.name for s in steps] == ["aten::clone", "aten::scalar_tensor", "aten::fill_", "aten::scalar_tensor",
+                                       "aten::fill_"]
+
+
 # -- values read from the data ----------------------------------------------------------------------------------
 
 

@@ -45,9 +45,10 @@ def hinted(value):
 
 
 def all_hinted(args) -> bool:
+    """Whether every symbolic size and int of ``args`` has a hint (a value the data decides has none)."""
     for a in flat_arguments(args):
         values = [*a.shape, *a.stride()] if isinstance(a, torch.Tensor) else [a]
-        if any(optional_hint(v) is None for v in values):
+        if any(isinstance(v, torch.SymInt) and optional_hint(v) is None for v in values):
             return False
     return True
 
@@ -72,6 +73,8 @@ def _aten_value(arg, tensors: list, args: tuple, scalars: list, device):
         return ints[0]
     if kind == K.INT_LIST:
         return ints
+    if kind == K.BOOL_LIST:
+        return [bool(v) for v in ints]
     if kind == K.BOOL:
         return arg.number != 0
     if kind == K.STRING:

@@ -65,8 +65,9 @@ def forward_body(op: "TileOp") -> Callable:
         tape = EagerTape()
         with _with_autograd(), inlined_calls(), recording_functions(tape), torch.enable_grad():
             result = op.call_body(leaves)
-        outputs = [o.detach() if isinstance(o, torch.Tensor) else o for o in returned(result)]
-        return [*outputs, *tape.extras(leaves, outputs)]
+        outputs = returned(result)
+        extras = tape.extras(leaves, outputs)  # told from the outputs by identity, before they are detached
+        return [*(o.detach() if isinstance(o, torch.Tensor) else o for o in outputs), *extras]
 
     body.__wrapped__ = op.fn  # its lines name the forward op's steps and errors
     return body

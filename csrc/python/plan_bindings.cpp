@@ -98,7 +98,7 @@ void bind_kinds(py::module_& m) {
   py::enum_<AtenArg::Kind>(m, "AtenArgKind", "Kinds of ATen step arguments", py::arithmetic())
       .value("NONE", AtenArg::Kind::None).value("TENSOR", AtenArg::Kind::Tensor)
       .value("TENSOR_LIST", AtenArg::Kind::TensorList).value("OPTIONAL_TENSOR_LIST", AtenArg::Kind::OptionalTensorList)
-      .value("INT", AtenArg::Kind::Int).value("INT_LIST", AtenArg::Kind::IntList).value("FLOAT", AtenArg::Kind::Float)
+      .value("INT", AtenArg::Kind::Int).value("INT_LIST", AtenArg::Kind::IntList).value("BOOL_LIST", AtenArg::Kind::BoolList).value("FLOAT", AtenArg::Kind::Float)
       .value("BOOL", AtenArg::Kind::Bool).value("STRING", AtenArg::Kind::String).value("DEVICE", AtenArg::Kind::Device)
       .value("SCALAR", AtenArg::Kind::Scalar).value("WRAPPED_SCALAR", AtenArg::Kind::WrappedScalar);
   m.def("enum_code", [](py::handle obj) -> int64_t {

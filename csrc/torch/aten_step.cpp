@@ -44,6 +44,12 @@ c10::IValue value_of(const AtenArg& a, const CallArgs& args, const EvalContext& 
       for (const Expr& e : a.ints) list.push_back(e.evaluate(ctx));
       return list;
     }
+    case K::BoolList: {
+      c10::List<bool> list;
+      list.reserve(a.ints.size());
+      for (const Expr& e : a.ints) list.push_back(e.evaluate(ctx) != 0);
+      return list;
+    }
     case K::Float: return a.slots.empty() ? a.number : args.floats[a.slots[0]];
     case K::Bool: return a.number != 0.0;
     case K::String: return a.text;

@@ -27,7 +27,8 @@ from typing import Any
 
 import torch
 from torch._decomp import decomposition_table
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensor, \
+    unset_fake_temporarily
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -194,6 +195,12 @@ class AtenRecorder:
         name = f"{func.namespace}::{short_name}"
         what = f"`{func}`"
         if short_name in ("lift_fresh", "lift_fresh_copy"):
+            # A Python number made a tensor (`x[:, -1] = 0`): a real tensor here (a fake one keeps it as `constant`).
+            constant = getattr(args[0], "constant", None) if isinstance(args[0], FakeTensor) else args[0]
+            if constant is not None and constant.dim() == 0:
+                with unset_fake_temporarily():
+                    value = constant.item()
+                return self.shadow(self.tracer.host_tensors.scalar_tensor(value, constant.dtype))
             raise self.tracer.error("`torch.tensor(...)` of host values makes a tensor whose data a launch plan "
                                     "cannot hold: compute with Python ints (e.g. math.prod), or pass the tensor "
                                     "as an argument")
@@ -449,6 +456,8 @@ class AtenRecorder:
                                                                  for v in value])
         if t in ("int", "SymInt"):
             return _plan.AtenArg(A.INT, ints=[self._int(value, what)])
+        if t.startswith("List[bool]"):  # bool[3]: its items as ints (a bool guarded where it is symbolic)
+            return _plan.AtenArg(A.BOOL_LIST, ints=[self._int(int(v), what) for v in value])
         if t in ("List[int]", "List[SymInt]"):
             values = [value] if isinstance(value, (int, torch.SymInt)) else value
             return _plan.AtenArg(A.INT_LIST, ints=[self._int(v, what) for v in values])

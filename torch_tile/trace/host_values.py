@@ -80,7 +80,7 @@ class HostTensors:
         dtype = dtype or host.dtype
         if host.numel() and (host.dtype.is_floating_point or host.dtype.is_complex):
             if host.dim() == 0 and not host.dtype.is_complex:  # one float (`torch.tensor(1.0, device=...)`)
-                return self._scalar_tensor(values[0], dtype)
+                return self.scalar_tensor(values[0], dtype)
             raise tracer.error(f"a tensor of {host.dtype} host values on {tracer.device}: a launch plan holds "
                                "integer values and single floats only (pass the tensor as an argument, or make it "
                                "from ints)")
@@ -95,12 +95,17 @@ class HostTensors:
         (proxy,) = tracer.add_aten_step(step, [(TensorMeta(sizes, strides, dtype), sizes, strides)])
         return proxy
 
-    def _scalar_tensor(self, value, dtype: torch.dtype) -> TensorProxy:
-        """A 0-d tensor of one float (a constant, or a float argument read per call): ``aten::scalar_tensor``."""
+    def scalar_tensor(self, value, dtype: torch.dtype) -> TensorProxy:
+        """A 0-d tensor of one number on the op's device (a constant, a float argument read per call, an int
+        expression): ``aten::scalar_tensor``."""
         tracer = self.tracer
         tracer.check_dtype(dtype, "a tensor of host values")
-        number = _plan.AtenArg(A.SCALAR, slots=[value.arg]) if isinstance(value, SymbolicFloat) else \
-            _plan.AtenArg(A.SCALAR, number=float(value))
+        if isinstance(value, SymbolicFloat):
+            number = _plan.AtenArg(A.SCALAR, slots=[value.arg])
+        elif isinstance(value, (int, SymbolicInt)) and not isinstance(value, bool):
+            number = _plan.AtenArg(A.SCALAR, ints=[_plan.expr(encode_int(value, tracer))])
+        else:
+            number = _plan.AtenArg(A.SCALAR, number=float(value))
         step = _plan.AtenStep("aten::scalar_tensor", "", [
             number, _plan.AtenArg(A.INT, ints=[_plan.expr(encode_int(_C.enum_code(dtype), tracer))]),
             _plan.AtenArg(A.NONE), _plan.AtenArg(A.DEVICE), _plan.AtenArg(A.NONE)], 1,

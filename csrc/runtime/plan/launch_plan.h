@@ -109,6 +109,7 @@ struct AtenArg {
     Device = 9,              // the call's device
     Scalar = 10,             // ints[0] if given, else as Float
     WrappedScalar = 11,      // a Scalar where the schema takes a Tensor (a Python number in `x * 2`)
+    BoolList = 12,           // ints, each != 0 (convolution_backward's output_mask)
   };
   Kind kind = Kind::None;
   std::vector<int32_t> slots;
