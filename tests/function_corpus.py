@@ -31,6 +31,7 @@ class FunctionCase:
     dtype: torch.dtype = f32
     gpu_only: str = ""  # why this case cannot run on the CPU path ("" if it can)
     tol_scale: float = 1.0
+    python_backward: str = ""  # why this case's gradient runs in Python (as the entry's, for this case only)
 
 
 @dataclass
@@ -53,6 +54,9 @@ class FunctionEntry:
     python_backward: str = ""
     gpu_only: str = ""
     tol_scale: float = 1.0
+    # Why the CPU path (torch.compile's and torch.func's too) runs the gradient in Python where CUDA's native node
+    # does not (what only the C++ node can keep: values read from the data).
+    python_backward_off_cuda: str = ""
     # Outputs that are not results to compare with the reference (workspace the Function returns), by position.
     unchecked_outputs: tuple = ()
 

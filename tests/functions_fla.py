@@ -6,6 +6,7 @@ What Triton's interpreter (the CPU path) cannot run is said per entry or case (c
 under InterpretLaunches); tests/corpus_fla.py has the forward wrappers of the same kernels.
 """
 
+from dataclasses import replace
 from typing import Optional, Tuple
 
 import torch
@@ -985,7 +986,8 @@ ENTRIES = [
     _entry("pack_sequence", "fla.ops.utils.pack.PackSequenceFunction", pack_sequence, pack_sequence_ref, [
         _pack_case("f32-left"),
         _pack_case("f32-right", side="right"),
-    ], grads=(0,)),
+    ], grads=(0,), python_backward_off_cuda="the Function's output sizes are read from cu_seqlens (Read steps): "
+                                            "the C++ node keeps them, the Python path cannot recompute them"),
     _entry("unpack_sequence", "fla.ops.utils.pack.UnpackSequenceFunction", unpack_sequence, unpack_sequence_ref, [
         _unpack_case("f32-left"),
         _unpack_case("f32-right", side="right"),
@@ -1024,7 +1026,8 @@ ENTRIES = [
                  "chunk_hgrn_bwd_kernel_o calls (i_t * BT).to(tl.int64) on the loop index (fla/ops/hgrn/chunk.py:202: "
                  "AttributeError: 'int' object has no attribute 'to'); CUDA only"),
     _entry("parallel_based", "fla.ops.based.parallel.ParallelBasedFunction", parallel_based, parallel_based_ref, [
-        _based_case("f32"),
+        replace(_based_case("f32"), python_backward="parallel_based divides the Function's output by its "
+                                                    "normalizer (o / (z + eps)): arithmetic on the gradient's path"),
         _based_case("f32-nonorm", norm=False),
     ], grads=(0, 1, 2)),
     _entry("fused_recurrent_delta_rule", "fla.ops.delta_rule.fused_recurrent.FusedRecurrentFunction",

@@ -28,7 +28,7 @@ def test_spec_keeps_saved_tensors_sizes_and_constants():
     assert [e.text for e in spec.ints] == ["x.size(0)", "x.size(1)"]  # ctx.shape, evaluated per call
     assert list(spec.differentiable) == [1] and spec.materialize_grads
     grad_op = _gradient_op(plan)
-    assert grad_op.schema == ("(Tensor saved_0, Tensor saved_1, int int_0, int int_1, Tensor? grad_0, "
+    assert grad_op.schema == ("(Tensor saved_0, Tensor saved_1, int[] ints, Tensor? grad_0, "
                               "int needs_input_grad) -> (Tensor, Tensor)")
 
 
@@ -51,7 +51,7 @@ def test_gradient_plan_calls_the_backward_tile_op_and_returns_none_for_eps():
     out, rstd = K.rms_norm(x, w, 1e-6)
     # rstd's gradient (non-differentiable) is not passed: its size is, for zeros the backward never reads.
     assert [e.text for e in plan.backward.ints] == ["x.size(0)"]
-    grad_plan = _gradient_op(plan).trace(x, w, rstd, 6, torch.randn_like(out), None, 0b111, device=CUDA)
+    grad_plan = _gradient_op(plan).trace(x, w, rstd, [6], torch.randn_like(out), None, 0b111, device=CUDA)
     assert [s.name for s in grad_plan.aten_steps] == ["tile::rms_norm_backward"]
     assert len(grad_plan.allocs) == 0  # no zeros made
     assert grad_plan.outputs[2] == -1  # eps's gradient is None
@@ -61,8 +61,8 @@ def test_needs_input_grad_bits_become_guards_only_where_read():
     x, y = torch.randn(4, 8), torch.randn(4, 8)
     grad_op = _gradient_op(ops.mul.trace(x, y, device=CUDA))
     g = torch.randn(4, 8)
-    both = grad_op.trace(x, y, 4, 8, g, 0b11, device=CUDA)
-    only_y = grad_op.trace(x, y, 4, 8, g, 0b10, device=CUDA)
+    both = grad_op.trace(x, y, [4, 8], g, 0b11, device=CUDA)
+    only_y = grad_op.trace(x, y, [4, 8], g, 0b10, device=CUDA)
     assert len(both.aten_steps) == 2 and len(only_y.aten_steps) == 1
     assert only_y.outputs[0] == -1
     assert any("needs_input_grad" in e.text for e in only_y.guards)
@@ -72,7 +72,7 @@ def test_a_gradient_may_be_an_argument_of_the_gradient_op():
     # scale_by's backward is `grad * k`: an ATen step; pair's returns new tensors; an identity would return grad.
     x = torch.randn(32)
     grad_op = _gradient_op(ops.scale_by.trace(x, 3, device=CUDA))
-    plan = grad_op.trace(3, torch.randn(32), 0b1, device=CUDA)
+    plan = grad_op.trace([3], torch.randn(32), 0b1, device=CUDA)
     assert [s.name for s in plan.aten_steps] == ["aten::mul"] and plan.outputs[1] == -1
 
 
@@ -97,7 +97,7 @@ def test_gradient_op_body_matches_the_autograd_function_path(name, args):
     ints = [int(values[0].shape[d]) for d in range(len(spec.ints))] if name == "mul" else \
         [values[1]] if name == "scale_by" else []
     floats = [values[a] for a in spec.float_args]
-    got = _gradient_op(plan).fn(*saved, *ints, *floats, *grads, (1 << n) - 1)
+    got = _gradient_op(plan).fn(*saved, ints, *floats, *grads, (1 << n) - 1)
     leaves = [v.clone().requires_grad_() if isinstance(v, torch.Tensor) else v for v in values]
     expected = op(*leaves)
     torch.autograd.backward(expected, grads)
@@ -120,7 +120,7 @@ def test_setup_context_that_reads_data_keeps_the_python_path_and_says_where():
 def test_backward_that_reads_data_fails_its_trace_with_the_line():
     plan = ops.reads_data_in_backward.trace(torch.randn(8), device=CUDA)
     with pytest.raises(TraceError, match="native_autograd_ops.py"):
-        _gradient_op(plan).trace(torch.randn(8), 0b1, device=CUDA)
+        _gradient_op(plan).trace([], torch.randn(8), 0b1, device=CUDA)
 
 
 def _doubled(x: torch.Tensor) -> torch.Tensor:
@@ -132,7 +132,7 @@ def test_gradient_op_count_mismatch_is_a_clear_error():
     bad.register_autograd(lambda ctx, grad: (grad, grad))
     grad_op = _gradient_op(bad.trace(torch.randn(4), device=CUDA))
     with pytest.raises(TraceError, match="returned 2 gradient"):
-        grad_op.trace(torch.randn(4), 0b1, device=CUDA)
+        grad_op.trace([], torch.randn(4), 0b1, device=CUDA)
 
 
 def test_register_autograd_retraces_so_plans_carry_the_spec():
@@ -179,9 +179,9 @@ def test_zeros_for_a_non_differentiable_output_are_made_where_the_backward_reads
     assert list(plan.backward.differentiable) == [1, 0]
     grad_op = _gradient_op(plan)
     grad = torch.randn(24)
-    grad_plan = grad_op.trace(24, grad, None, 0b1, device=CUDA)
+    grad_plan = grad_op.trace([24], grad, None, 0b1, device=CUDA)
     assert [a.zero for a in grad_plan.allocs] == [True]  # zeros(24), read by the backward's `+`
-    got = grad_op.fn(24, grad, None, 0b1)  # eagerly: real zeros
+    got = grad_op.fn([24], grad, None, 0b1)  # eagerly: real zeros
     torch.testing.assert_close(got[0], 2 * grad)
 
 

@@ -347,7 +347,7 @@ def _gradient_plan(op, args: tuple, grads: list, mask: int):
     outputs, extras = made[:op.num_returns], made[op.num_returns:]
     take = {"arg": args, "output": outputs, "extra": extras}
     saved = [take[kind][i] for kind, i in call.layout.sources]
-    return call.gradient_op.trace(*saved, *call.kept_ints(args, []), *call.kept_floats(args), *grads, mask)
+    return call.gradient_op.trace(*saved, call.kept_ints(args, []), *call.kept_floats(args), *grads, mask)
 
 
 def test_the_gradient_op_is_a_plan_of_the_backwards_kernels():
@@ -695,6 +695,7 @@ def test_functions_applied_through_aliases_and_keeping_objects_are_native(device
         want_outs, want_grads = _grads_of(through_aliases.fn, (a, b))
     for got, want in zip([*outs, *grads], [*want_outs, *want_grads]):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
-    layout = through_aliases.gradient_op_named(through_aliases.trace(*_needing_grad((a, b))).backward.gradient_op).layout
+    spec = through_aliases.trace(*_needing_grad((a, b))).backward
+    layout = through_aliases.gradient_op_named(spec.gradient_op).layout
     assert [node.function.__name__ for node in layout.nodes if hasattr(node, "function")] == \
         ["SetupContextStyle", "WithConfig", "Mul"]

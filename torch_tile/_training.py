@@ -24,12 +24,12 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 from . import _fallback, _functorch
 from ._fake import all_hinted, hinted, scalars_of
+from ._launch_mode import launch_mode
 from .frontends.frontend import InterpretLaunches
 from .trace import Tracer
 from .trace.call_arguments import flat_arguments
 from .trace.expr import evaluate
-from .trace.functions import EagerTape, TapeLayout, backward_launches, differentiable, python_ints, \
-    recording_functions
+from .trace.functions import EagerTape, TapeLayout, differentiable, python_ints, recording_functions
 from .trace.inlined_calls import inlined_calls
 from .trace.state import current_tracer
 
@@ -173,7 +173,7 @@ def tape_function(op: "TileOp") -> type:
     def backward(ctx, *grads):
         gradient_op, ints, floats = ctx.kept
         mask = sum(1 << i for i, need in enumerate(ctx.needs_input_grad[:-1]) if need)
-        result = gradient_op.overload(*ctx.saved_tensors, *ints, *floats, *grads[:n], mask)
+        result = gradient_op.overload(*ctx.saved_tensors, ints, *floats, *grads[:n], mask)
         return (*(result if isinstance(result, tuple) else (result,)), None)
 
     return type(f"{op.name}_functions", (torch.autograd.Function,), {
@@ -189,10 +189,34 @@ def apply_tape(op: "TileOp", function: type, args: tuple, call: TapeCall):
 
 
 def run_body_differentiated(op: "TileOp", values: tuple):
-    """The body under autograd, its Functions recording their own backwards (on CPU tensors, their kernels,
-    forward and backward, run in Triton's interpreter)."""
+    """The body under autograd, its Functions recording their own backwards. On CPU tensors their kernels, forward
+    and backward, run in Triton's interpreter: the body's graph is differentiated inside an autograd.Function whose
+    backward enters the interpreter (autograd calls backwards after the body returned, outside any launch mode)."""
     on_cpu = any(t.device.type == "cpu" for t in flat_arguments(values) if isinstance(t, torch.Tensor))
     if not on_cpu:
         return _fallback.run_body(op, values, on_cpu=False)
-    with inlined_calls(), backward_launches(InterpretLaunches(op)):
-        return _fallback.run_body(op, values, on_cpu=True)
+    differentiable_values = [v for v in values if isinstance(v, torch.Tensor) and v.requires_grad]
+    result = _Interpreted.apply(op, values, *differentiable_values)
+    return result[0] if op.num_returns == 1 else result
+
+
+class _Interpreted(torch.autograd.Function):
+    """The body on CPU tensors, differentiated by its own graph with Triton's interpreter launching the kernels of
+    its Functions' backwards too."""
+
+    @staticmethod
+    def forward(ctx, op, values, *differentiable_values):
+        inputs = {id(v): v.detach().requires_grad_() for v in differentiable_values}
+        inner = tuple(inputs.get(id(v), v) if isinstance(v, torch.Tensor) else v for v in values)
+        with torch.enable_grad():
+            result = _fallback.run_body(op, inner, on_cpu=True)
+        outputs = returned(result)
+        ctx.op, ctx.inputs, ctx.outputs = op, list(inputs.values()), outputs
+        return tuple(o.detach() for o in outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        pairs = [(o, g) for o, g in zip(ctx.outputs, grads) if g is not None and o.requires_grad]
+        with launch_mode(InterpretLaunches(ctx.op)):
+            found = torch.autograd.grad([o for o, _ in pairs], ctx.inputs, [g for _, g in pairs], allow_unused=True)
+        return (None, None, *found)

@@ -73,7 +73,7 @@ class TileBackward final : public Node {
     const bool graph = at::GradMode::is_enabled();
     bool eager = gradient.run_eagerly.load(std::memory_order_acquire);
     torch::jit::Stack stack;
-    stack.reserve(saved_.size() + ints_.size() + floats_.size() + grads.size() + 1);
+    stack.reserve(saved_.size() + 1 + floats_.size() + grads.size() + 1);
     {
       std::lock_guard<std::mutex> lock(mutex_);  // against release_variables() of a concurrent backward
       for (const torch::autograd::SavedVariable& s : saved_) {
@@ -82,7 +82,7 @@ class TileBackward final : public Node {
         stack.emplace_back(std::move(t));
       }
     }
-    for (int64_t v : ints_) stack.emplace_back(v);
+    stack.emplace_back(c10::List<int64_t>(ints_));  // one int[] (a schema takes at most 64 arguments)
     for (double v : floats_) stack.emplace_back(v);
     for (size_t k = 0; k < grads.size(); ++k) {
       at::Tensor& g = grads[k];

@@ -14,7 +14,7 @@ into plans like any body (the tile ops it calls become ATen steps), so a trainin
 step runs no Python after its first call. Its schema is fixed by the layout of
 what the forward keeps (a :class:`SavedLayout`)::
 
-    (Tensor saved_0, ..., int int_0, ..., float float_0, ..., Tensor? grad_0, ..., int needs_input_grad)
+    (Tensor saved_0, ..., int[] ints, float float_0, ..., Tensor? grad_0, ..., int needs_input_grad)
         -> (Tensor, ...)   # one gradient per forward argument; None is an undefined tensor
 
 A ``setup_context`` that cannot be traced (it reads ``ctx.needs_input_grad``,
@@ -69,8 +69,7 @@ class SavedLayout:
 def gradient_schema(layout) -> str:
     """The schema of the gradient op of a layout (a ``SavedLayout``, or a tape's): what the forward kept, one
     gradient per output, the mask of the arguments needing one; one gradient per argument."""
-    params = ([f"Tensor saved_{k}" for k in range(layout.num_tensors)] +
-              [f"int int_{k}" for k in range(layout.num_ints)] +
+    params = ([f"Tensor saved_{k}" for k in range(layout.num_tensors)] + ["int[] ints"] +
               [f"float float_{k}" for k in range(layout.num_floats)] +
               [f"Tensor? grad_{k}" for k in range(layout.num_outputs)] + ["int needs_input_grad"])
     returns = ", ".join(["Tensor"] * layout.num_args)
@@ -306,13 +305,13 @@ class ReplayContext:
 
 def gradient_body(qualname: str, layout: SavedLayout, backward: Callable, tensor_args: list[bool]) -> Callable:
     """The body of a gradient op: the registered backward on a rebuilt context."""
-    t, i, f, g = layout.num_tensors, layout.num_ints, layout.num_floats, layout.num_outputs
+    t, f, g = layout.num_tensors, layout.num_floats, layout.num_outputs
 
     def body(*args):
-        ints = args[t:t + i]
-        ctx = ReplayContext(layout.saved, layout.attrs, args[:t], ints, args[t + i:t + i + f],
+        ints = args[t]
+        ctx = ReplayContext(layout.saved, layout.attrs, args[:t], ints, args[t + 1:t + 1 + f],
                             NeedsInputGrad(args[-1], tuple(1 << k for k in range(layout.num_args))))
-        grads = list(args[t + i + f:t + i + f + g])
+        grads = list(args[t + 1 + f:t + 1 + f + g])
         for k, first, rank, dtype in layout.zero_grads:  # autograd.Function's zeros, made only where read
             if grads[k] is None:
                 grads[k] = zeros_for(list(ints[first:first + rank]), dtype, next(g for g in grads if g is not None))

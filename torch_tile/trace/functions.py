@@ -43,7 +43,6 @@ import torch
 from torch.autograd.function import BackwardCFunction, _is_setup_context_defined
 
 from .._errors import TraceError
-from .._launch_mode import launch_mode
 from .backward import NeedsInputGrad, NotNative, RecordingContext, ReplayContext, ValueSaver, zeros_for
 from .expr import Op, substitute
 from .stand_ins import TensorProxy, is_contiguous
@@ -557,36 +556,6 @@ def recording_functions(tape: EagerTape):
         _local.tape = previous
 
 
-def backward_launch_mode():
-    """The launch mode the backwards of Functions applied now run their kernels in (None: their own launchers)."""
-    return getattr(_local, "backward_launches", None)
-
-
-@contextlib.contextmanager
-def backward_launches(mode):
-    """While a body runs under autograd on CPU tensors: the Functions it applies run their backwards' kernels in
-    ``mode`` (Triton's interpreter), which autograd calls after the body returned, outside any launch mode."""
-    previous = backward_launch_mode()
-    _local.backward_launches = mode
-    try:
-        yield
-    finally:
-        _local.backward_launches = previous
-
-
-def with_backward_launches(cls: type, mode) -> type:
-    """``cls`` whose backward (or vjp) runs in launch ``mode``."""
-    backward = user_backward(cls)
-    name = "vjp" if cls.vjp is not _Function.vjp else "backward"
-
-    def run(ctx, *grads):
-        with launch_mode(mode):
-            return backward(ctx, *grads)
-
-    return type(cls.__name__, (cls,), {name: staticmethod(run), "__module__": cls.__module__,
-                                       "__qualname__": cls.__qualname__})
-
-
 def routed_apply(cls: type, args: tuple, kwargs: dict):
     """``Function.apply`` while a trace or a real run records the body's Functions (trace/inlined_calls.py)."""
     _local.routing = getattr(_local, "routing", 0) + 1
@@ -722,13 +691,13 @@ def _view_backward(node: ViewNode, grads: _Gradients, ints) -> None:
 
 def tape_gradient_body(qualname: str, layout: TapeLayout, tensor_args: list) -> Callable:
     """The body of the gradient op of a plan whose Functions are on a tape: its nodes run backwards."""
-    t, i, f, g = layout.num_tensors, layout.num_ints, layout.num_floats, layout.num_outputs
+    t, f, g = layout.num_tensors, layout.num_floats, layout.num_outputs
 
     def body(*args):
-        tensors, ints, floats = args[:t], args[t:t + i], args[t + i:t + i + f]
+        tensors, ints, floats = args[:t], args[t], args[t + 1:t + 1 + f]
         mask = args[-1]
         grads = _Gradients()
-        for value, grad in zip(layout.outputs, args[t + i + f:t + i + f + g]):
+        for value, grad in zip(layout.outputs, args[t + 1 + f:t + 1 + f + g]):
             if value is not None and grad is not None:
                 grads.add(value, grad)
         for node in reversed(layout.nodes):

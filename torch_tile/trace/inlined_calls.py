@@ -34,8 +34,7 @@ import torch
 
 from .. import _process_locks
 from .expr import SymbolicInt
-from .functions import applied_through_torch, backward_launch_mode, current_eager_tape, recording, routed_apply, \
-    skips_setup_context, with_backward_launches
+from .functions import applied_through_torch, current_eager_tape, recording, routed_apply, skips_setup_context
 from .state import current_tracer
 
 _Function = torch.autograd.Function
@@ -59,9 +58,6 @@ def _routed_getattribute(cls, name: str):
 
 def _routed_apply(cls, *args, **kwargs):
     if current_tracer() is None and current_eager_tape() is None:
-        mode = backward_launch_mode()
-        if mode is not None:
-            cls = with_backward_launches(cls, mode)
         return _original_apply.__get__(None, cls)(*args, **kwargs)
     return routed_apply(cls, args, kwargs)
 
