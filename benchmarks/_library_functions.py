@@ -23,6 +23,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 from liger_functions import MODES, loss_of, models  # noqa: E402
+from _timing import replay_us  # noqa: E402
 
 ROWS, DIM, HIDDEN, LAYERS = 1024, 256, 512, 4
 
@@ -66,19 +67,12 @@ def _graphed(model, optimizer, x):
     return graph, loss
 
 
-def _replay_us(graphs: dict, replays: int = 100) -> dict:
+def _replay_us(graphs: dict) -> dict:
+    """Median µs per replay of each graph over rounds that take turns."""
     samples: dict = {name: [] for name in graphs}
     for _ in range(5):
         for name, (graph, _) in graphs.items():
-            graph.replay()
-            torch.cuda.synchronize()
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(replays):
-                graph.replay()
-            stop.record()
-            stop.synchronize()
-            samples[name].append(start.elapsed_time(stop) * 1e3 / replays)
+            samples[name].append(replay_us(graph, replays=100))
     return {name: statistics.median(s) for name, s in samples.items()}
 
 

@@ -31,6 +31,19 @@ def interleaved_us(measures: dict, iters: int, rounds: int) -> dict:
     return {name: {"best": min(s), "median": statistics.median(s), "worst": max(s)} for name, s in samples.items()}
 
 
+def replay_us(graph: torch.cuda.CUDAGraph, replays: int = 200) -> float:
+    """µs per replay of a CUDA graph (GPU time between events, after one warm replay)."""
+    graph.replay()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) * 1e3 / replays
+
+
 def host_us(fn, iters: int = 300, rounds: int = 5) -> float:
     """µs per call of ``fn``: ``iters`` calls synchronised at both ends, the best of ``rounds`` rounds."""
     return interleaved_us({"fn": lambda n: _synced_seconds(fn, n)}, iters, rounds)["fn"]["best"]

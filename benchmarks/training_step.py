@@ -37,22 +37,14 @@ from train_tiny_transformer import (MODES, TORCH_OPS, Config, FusedOps, Trainer,
 
 from _library_functions import library_functions, print_rows  # noqa: E402
 from _report import write  # noqa: E402
-from _timing import host_us  # noqa: E402
+from _timing import host_us, replay_us  # noqa: E402
 from torch_tile import kernels as K  # noqa: E402
 
 GRAPH_KERNELS = 256
 
 
-def _replay_us_per_kernel(graph: torch.cuda.CUDAGraph, replays: int = 200) -> float:
-    graph.replay()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(replays):
-        graph.replay()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) * 1e3 / replays / GRAPH_KERNELS
+def _replay_us_per_kernel(graph: torch.cuda.CUDAGraph) -> float:
+    return replay_us(graph) / GRAPH_KERNELS
 
 
 def graph_replay() -> dict:

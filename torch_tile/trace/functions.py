@@ -128,6 +128,14 @@ Node = Union[FunctionNode, ViewNode, ConversionNode]
 
 # -- recording, in a trace --------------------------------------------------------------------------------------
 
+_local = threading.local()
+
+
+def _depth() -> int:
+    """How many recorded Functions' forwards this thread is inside (their own Functions run inline)."""
+    return getattr(_local, "depth", 0)
+
+
 
 @dataclass
 class _Applied:
@@ -162,7 +170,6 @@ class FunctionTape:
         requires a gradient in the traced call, a bool over the call (a plan of a body that applies a Function holds
         for one pattern: which Functions autograd records depends on it, as in eager)."""
         self.tracer = tracer
-        self.depth = 0  # > 0 while a Function's forward runs: eager runs it without autograd
         self._floating = [slot for slot, proxy in arguments.items() if slot < 63 and differentiable(proxy.dtype)]
         self._requires_grad_of = requires_grad
         self._requires_grad = {slot: bool(getattr(requires_grad(slot), "value", requires_grad(slot)))
@@ -186,7 +193,7 @@ class FunctionTape:
     def apply(self, cls: type, args: tuple):
         """``cls.apply(*args)`` in the body: a node if it takes a tensor needing a gradient, else (or from
         another Function's forward) the forward inline, as eager runs it."""
-        if self.depth > 0:
+        if _depth() > 0:
             return run_inline(cls, args)
         self.any_applied = True
         inputs = tuple(a._slot if isinstance(a, TensorProxy) and a._slot in self.depends else None for a in args)
@@ -195,17 +202,9 @@ class FunctionTape:
         for slot in inputs:
             if slot in self.untraceable:
                 self._refuse(self.untraceable[slot])
-        ctx = RecordingContext(needs_input_grad=lambda: tuple(
-            self.read_requires_grad(a) if isinstance(a, TensorProxy) else False for a in args),
-            tensor_type=TensorProxy)
-        self.depth += 1
-        try:
-            out = run_forward(cls, ctx, args)
-        finally:
-            self.depth -= 1
-        outputs = list(out) if isinstance(out, tuple) else [out]
-        recording = ctx._recording
-        recording.outputs = outputs
+        out, recording = _recorded_forward(cls, args, TensorProxy, lambda: tuple(
+            self.read_requires_grad(a) if isinstance(a, TensorProxy) else False for a in args))
+        outputs = recording.outputs
         try:
             non_differentiable = recording.non_differentiable
         except NotNative as e:
@@ -244,7 +243,7 @@ class FunctionTape:
     def view(self, base: TensorProxy, view: TensorProxy, operator: Optional[str]) -> None:
         """``view`` was made of ``base`` (by ``operator``, None for views the tracer makes itself). Its gradient is
         decided with the layout (``_view_node``): a body that applies no Function gets no guard from it."""
-        if self.depth > 0 or base._slot not in self.depends:
+        if _depth() > 0 or base._slot not in self.depends:
             return
         if base._slot in self.untraceable:
             self.untraceable[view._slot] = self.untraceable[base._slot]
@@ -256,7 +255,7 @@ class FunctionTape:
 
     def aten(self, name: str, arguments: list, results: list, written: list) -> None:
         """An ATen step: its tensor arguments' and results' slots, and the slots it writes."""
-        if self.depth > 0:
+        if _depth() > 0:
             return
         involved = [s for s in arguments if s in self.depends]
         if not involved:
@@ -500,7 +499,19 @@ def run_inline(cls: type, args: tuple):
 
 # -- recording, in a real run (the Python path's forward op) ------------------------------------------------------
 
-_local = threading.local()
+
+
+def _recorded_forward(cls: type, args: tuple, tensor_type: type, needs_input_grad: Callable) -> tuple:
+    """``cls``'s forward on a recording ctx (its outputs set on the recording): (what it returned, the recording)."""
+    ctx = RecordingContext(needs_input_grad=needs_input_grad, tensor_type=tensor_type)
+    _local.depth = _depth() + 1
+    try:
+        out = run_forward(cls, ctx, args)
+    finally:
+        _local.depth -= 1
+    recording = ctx._recording
+    recording.outputs = list(out) if isinstance(out, tuple) else [out]
+    return out, recording
 
 
 class EagerTape:
@@ -512,21 +523,12 @@ class EagerTape:
         self.kept: list = []
 
     def apply(self, cls: type, args: tuple):
-        if getattr(_local, "depth", 0) > 0 or not any(isinstance(a, torch.Tensor) and a.requires_grad
-                                                        for a in args):
+        if _depth() > 0 or not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             return run_inline(cls, args)
-        ctx = RecordingContext(needs_input_grad=lambda: tuple(isinstance(a, torch.Tensor) and a.requires_grad
-                                                              for a in args), tensor_type=torch.Tensor)
-        _local.depth = getattr(_local, "depth", 0) + 1
-        try:
-            out = run_forward(cls, ctx, args)
-        finally:
-            _local.depth -= 1
-        outputs = list(out) if isinstance(out, tuple) else [out]
-        recording = ctx._recording
-        recording.outputs = outputs
+        out, recording = _recorded_forward(cls, args, torch.Tensor, lambda: tuple(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args))
         non_differentiable = recording.non_differentiable
-        for k, o in enumerate(outputs):
+        for k, o in enumerate(recording.outputs):
             if isinstance(o, torch.Tensor) and k not in non_differentiable and differentiable(o.dtype):
                 o.requires_grad_()
         saver = ValueSaver(None)
