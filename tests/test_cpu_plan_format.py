@@ -296,3 +296,25 @@ def test_kernel_and_config_ids_are_stable_across_processes():
     out = subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__)], capture_output=True, text=True,
                          env=env, check=True)
     assert out.stdout.split() == [str(launch.kernel), str(launch.config)]
+
+
+def test_bool_lists_and_requires_grad_guards_round_trip():
+    """An ATen step's bool[] argument (native_layer_norm_backward's output mask) and a guard on whether an argument
+    requires a gradient survive bytes and the runtime's validation."""
+    def body(grad: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+             w: torch.Tensor) -> torch.Tensor:
+        dx, _, _ = torch.ops.aten.native_layer_norm_backward(grad, x, [x.shape[-1]], mean, rstd, w, None,
+                                                             [True, False, False])
+        return dx * 2 if w.requires_grad else dx
+
+    op = tt.op("plan_format::bool_list", body, fallback=False)
+    x, w = torch.randn(4, 8), torch.randn(8, requires_grad=True)
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, [8], w.detach(), None, 1e-5)
+    args = (torch.randn(4, 8), x, mean, rstd, w)
+    plan = op.trace(*args)
+    assert [a.kind for a in plan.aten_steps[0].args][-1] == _plan.AtenArgKind.BOOL_LIST
+    assert "w.requires_grad != 0" in [g.text for g in plan.guards]
+    data = op.export_plans([plan])
+    (read,) = _C.plans_from_bytes(data)["plans"]
+    _same_plan(plan, read)
+    assert op.export_plans([read]) == data
