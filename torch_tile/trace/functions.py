@@ -581,20 +581,26 @@ def recording() -> bool:
 def applied_through_torch(cls: type, forward: Callable) -> Callable:
     """``cls.forward`` as torch's own ``apply`` (the C entry) finds it, where a library bound ``F.apply`` before the
     trace began (``my_op = MyFunction.apply``): the application routed as ``apply`` is (``torch``'s ctx, which
-    needs no gradient there, unused); a ``setup_context`` torch calls next is then skipped."""
-    def forward_of_apply(*args):
-        if args and isinstance(args[0], BackwardCFunction):  # forward(ctx, *inputs)
+    needs no gradient there, unused); a ``setup_context`` torch calls next is then skipped. A forward called
+    directly (``F.forward(my_ctx, x)``: a library's own forward wrapper) runs as it is."""
+    with_ctx = not _is_setup_context_defined(cls.setup_context)
+
+    def forward_of_apply(*args, **kwargs):
+        if with_ctx:  # forward(ctx, *inputs): torch's apply passes its own ctx
+            if kwargs or not args or not isinstance(args[0], BackwardCFunction):
+                return forward(*args, **kwargs)
             return routed_apply(cls, args[1:], {})
         _local.skip_setup_context = cls  # forward(*inputs); torch calls setup_context(ctx, inputs, output) next
-        return routed_apply(cls, args, {})
+        return routed_apply(cls, args, kwargs)
 
     forward_of_apply.__wrapped__ = forward
     return forward_of_apply
 
 
 def skips_setup_context(cls: type) -> bool:
-    """Whether torch's ``apply`` of ``cls`` is calling the setup_context of an application already routed."""
-    if getattr(_local, "skip_setup_context", None) is cls:
+    """Whether torch's ``apply`` of ``cls`` is calling the setup_context of an application already routed (not the
+    routed application's own reads of it)."""
+    if getattr(_local, "skip_setup_context", None) is cls and not getattr(_local, "routing", 0):
         _local.skip_setup_context = None
         return True
     return False
