@@ -10,7 +10,7 @@ The rotary embeddings (rope, qwen2vl_mrope) take q/k as contiguous (bsz, heads, 
 rotate copies (q.transpose(1, 2).contiguous()), a functional op. In HF's layout (a transposed view of a contiguous
 (bsz, seq, heads, head_dim)) they rotate q/k in place and return views of them, as llama4_rope always does."""
 
-import math
+from dataclasses import replace
 from typing import Optional
 
 import torch
@@ -49,29 +49,36 @@ from liger_kernel.ops.sparsemax import LigerSparsemaxFunction
 from liger_kernel.ops.swiglu import LigerFusedGateUpSiLUMulFunction, LigerSiLUMulFunction
 from liger_kernel.ops.tvd import LigerTVDLossFunction
 
+import liger_corpus as lc
+from liger_corpus import FLOAT_ARG_TO, LIBDEVICE
+
 Tensor = torch.Tensor
 LIB = "liger-kernel"
 
-# Why Triton's interpreter (3.8, the CPU path) cannot run a Function: its own call fails there.
-FLOAT_ARG_TO = ("Triton's interpreter passes float scalar arguments as Python floats, and the kernel calls "
-                "{}.to(tl.float32) on one (AttributeError: 'float' object has no attribute 'to'); CUDA only")
-LIBDEVICE = ("Triton's interpreter does not implement triton.language.extra.libdevice, and the kernel calls "
-             "libdevice.{}; CUDA only")
-BF16 = "bf16: Triton's interpreter computes bf16 wrongly (torch_tile refuses it on CPU)"
+# Why Triton's interpreter (3.8, the CPU path) cannot run a Function (its own call fails there): FLOAT_ARG_TO,
+# LIBDEVICE (tests/liger_corpus.py, which found the same for the forward wrappers).
 
 
 def _case(id, make, dtype=f32, gpu_only="", tol_scale=1.0):
-    return FunctionCase(id, make, dtype, gpu_only or (BF16 if dtype == bf16 else ""), tol_scale)
+    return FunctionCase(id, make, dtype, gpu_only or lc._no_bf16_on_cpu(dtype), tol_scale)
+
+
+def _adopt(case, *extra):
+    """A case of tests/liger_corpus.py (its seeded inputs, and why the CPU path cannot run it), with ``extra``
+    arguments after its own: those the Function takes and the forward wrapper does not."""
+    return FunctionCase(case.id, lambda device: case.make(device) + extra, case.dtype, case.gpu_only)
+
+
+# Kernels that accumulate a gradient with tl.atomic_add: the order, and so the rounding, differs between runs on CUDA.
+ATOMIC_ADD = "its backward accumulates {} with tl.atomic_add"
 
 
 def _fn(name):
     return f"liger_kernel.ops.{name}"
 
 
-def _rms(x: Tensor, eps: float) -> Tensor:
-    x = x.float()
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
-
+# The torch references and the cases of the Functions whose forward wrappers tests/liger_corpus.py calls are that
+# corpus's (lc.*_ref, lc._*_case); the thin wrappers here take the arguments the Function takes besides.
 
 # -- rms_norm (functional.liger_rms_norm) -------------------------------------------------------------------------
 
@@ -81,17 +88,11 @@ def rms_norm(X: Tensor, W: Optional[Tensor], eps: float, offset: float, casting_
 
 
 def rms_norm_ref(X, W, eps, offset, casting_mode, in_place):
-    y = _rms(X, eps)
-    if W is not None:
-        y = y * (offset + W.float())
-    return y.to(X.dtype)
+    return lc.rms_norm_ref(X, W, eps, offset)
 
 
 def _rms_case(id, shape, dtype=f32, *, offset=0.0, mode="llama", in_place=True):
-    def make(device):
-        r = Inputs(device)
-        return (r.randn(*shape, dtype=dtype), r.randn(shape[-1], dtype=dtype), 1e-6, offset, mode, in_place)
-    return _case(id, make, dtype)
+    return _adopt(lc._rms_case(id, shape, dtype, offset=offset, mode=mode), in_place)
 
 
 # -- fused_add_rms_norm (functional.liger_fused_add_rms_norm) ------------------------------------------------------
@@ -103,16 +104,11 @@ def fused_add_rms_norm(X: Tensor, R: Tensor, W: Tensor, eps: float, offset: floa
 
 
 def fused_add_rms_norm_ref(X, R, W, eps, offset, casting_mode, in_place):
-    S = X + R
-    return rms_norm_ref(S, W, eps, offset, casting_mode, in_place), S
+    return lc.fused_add_rms_norm_ref(X, R, W, eps, offset)
 
 
 def _fused_add_case(id, shape, dtype=f32, *, offset=0.0, mode="llama"):
-    def make(device):
-        r = Inputs(device)
-        return (r.randn(*shape, dtype=dtype), r.randn(*shape, dtype=dtype), r.randn(shape[-1], dtype=dtype), 1e-6,
-                offset, mode, True)
-    return _case(id, make, dtype)
+    return _adopt(lc._fused_add_case(id, shape, dtype, offset=offset, mode=mode), True)
 
 
 # -- modulated_rms_norm (functional.liger_modulated_rms_norm) -----------------------------------------------------
@@ -124,17 +120,11 @@ def modulated_rms_norm(X: Tensor, W: Tensor, scale: Tensor, shift: Tensor, eps: 
 
 
 def modulated_rms_norm_ref(X, W, scale, shift, eps, offset, casting_mode, in_place):
-    y = _rms(X, eps) * (offset + W.float())
-    y = y * (1.0 + scale.float()) + shift.float()  # scale/shift: (B, 1, H), shared along the sequence
-    return y.to(X.dtype)
+    return lc.modulated_rms_norm_ref(X, W, scale, shift, eps, offset)
 
 
 def _modulated_case(id, dtype=f32):
-    def make(device):
-        r = Inputs(device)
-        return (r.randn(2, 3, 40, dtype=dtype), r.randn(40, dtype=dtype), r.randn(2, 1, 40, dtype=dtype, scale=0.5),
-                r.randn(2, 1, 40, dtype=dtype), 1e-6, 0.0, "llama", True)
-    return _case(id, make, dtype)
+    return _adopt(lc._modulated_case(id, dtype), 0.0, "llama", True)  # offset, casting_mode, in_place
 
 
 # -- poly_norm (functional.liger_poly_norm) ------------------------------------------------------------------------
@@ -145,17 +135,18 @@ def poly_norm(X: Tensor, W: Tensor, B: Tensor, eps: float, in_place: bool) -> Te
 
 
 def poly_norm_ref(X, W, B, eps, in_place):
-    x, w = X.float(), W.float()
-    y = w[0] * _rms(x**3, eps) + w[1] * _rms(x**2, eps) + w[2] * _rms(x, eps) + B.float()
-    return y.to(X.dtype)
+    return lc.poly_norm_ref(X, W, B, eps)
 
 
 def _poly_case(id, dtype=f32):
+    """The forward corpus's inputs with the bias 0-d, as LigerPolyNorm's parameter is (torch.tensor(1.0)): the
+    Function's backward returns a 0-d gradient for it, which autograd refuses for a bias of shape (1,)."""
+    case = lc._poly_case(id, dtype)
+
     def make(device):
-        r = Inputs(device)
-        return (r.randn(3, 5, 48, dtype=dtype, scale=0.5), r.randn(3, dtype=dtype), r.randn(1, dtype=dtype), 1e-6,
-                True)
-    return _case(id, make, dtype)
+        X, W, B, eps = case.make(device)
+        return (X, W, B.reshape(()), eps, True)  # in_place
+    return FunctionCase(case.id, make, case.dtype, case.gpu_only)
 
 
 # -- layer_norm / group_norm ---------------------------------------------------------------------------------------
@@ -165,32 +156,9 @@ def layer_norm(X: Tensor, W: Tensor, B: Tensor, eps: float) -> Tensor:
     return LigerLayerNormFunction.apply(X, W, B, eps)
 
 
-def layer_norm_ref(X, W, B, eps):
-    return F.layer_norm(X.float(), (X.shape[-1],), W.float(), B.float(), eps).to(X.dtype)
-
-
-def _ln_case(id, shape, dtype=f32):
-    def make(device):
-        r = Inputs(device)
-        return (r.randn(*shape, dtype=dtype), r.randn(shape[-1], dtype=dtype), r.randn(shape[-1], dtype=dtype), 1e-5)
-    return _case(id, make, dtype)
-
-
 def group_norm(X: Tensor, affine_scaling_weight: Tensor, affine_shifting_bias: Tensor, num_channels: int,
                num_groups: int, eps: float) -> Tensor:
     return LigerGroupNormFunction.apply(X, affine_scaling_weight, affine_shifting_bias, num_channels, num_groups, eps)
-
-
-def group_norm_ref(X, W, B, num_channels, num_groups, eps):
-    return F.group_norm(X.float(), num_groups, W.float(), B.float(), eps).to(X.dtype)
-
-
-def _gn_case(id, shape, groups, dtype=f32):
-    def make(device):
-        r = Inputs(device)
-        C = shape[1]
-        return (r.randn(*shape, dtype=dtype), r.randn(C, dtype=dtype), r.randn(C, dtype=dtype), C, groups, 1e-5)
-    return _case(id, make, dtype)
 
 
 # -- swiglu (transformers/swiglu.py _swiglu_dispatch) / geglu / relu_squared / fused gate-up (megatron) -------------
@@ -201,44 +169,16 @@ def swiglu(a: Tensor, b: Tensor, gate_multiplier: float, down_multiplier: float)
 
 
 def swiglu_ref(a, b, gate_multiplier, down_multiplier):
-    c = F.silu(a.float() * gate_multiplier).to(a.dtype).float() * b.float()
-    return (c.to(a.dtype).float() * down_multiplier).to(a.dtype)
-
-
-def _swiglu_case(id, shape, dtype=f32, *, gm=1.0, dm=1.0):
-    def make(device):
-        r = Inputs(device)
-        return (r.randn(*shape, dtype=dtype), r.randn(*shape, dtype=dtype), gm, dm)
-    return _case(id, make, dtype)
+    # the Function rounds silu(a) * b to a's dtype before it scales it by down_multiplier
+    return (lc.swiglu_ref(a, b, gate_multiplier).float() * down_multiplier).to(a.dtype)
 
 
 def geglu(a: Tensor, b: Tensor) -> Tensor:
     return LigerGELUMulFunction.apply(a, b)
 
 
-def geglu_ref(a, b):
-    return (F.gelu(a.float(), approximate="tanh").to(a.dtype).float() * b.float()).to(a.dtype)
-
-
-def _pair_case(id, shape, dtype=f32):
-    def make(device):
-        r = Inputs(device)
-        return (r.randn(*shape, dtype=dtype), r.randn(*shape, dtype=dtype))
-    return _case(id, make, dtype)
-
-
 def relu_squared(x: Tensor) -> Tensor:
     return LigerReLUSquaredFunction.apply(x)
-
-
-def relu_squared_ref(x):
-    return F.relu(x.float()).pow(2).to(x.dtype)
-
-
-def _one_case(id, shape, dtype=f32, scale=1.0):
-    def make(device):
-        return (Inputs(device).randn(*shape, dtype=dtype, scale=scale),)
-    return _case(id, make, dtype)
 
 
 def fused_gate_up_swiglu(input: Tensor, in_place: bool) -> Tensor:
@@ -253,14 +193,11 @@ def fused_gate_up_swiglu(input: Tensor, in_place: bool) -> Tensor:
 
 
 def fused_gate_up_swiglu_ref(input, in_place):
-    gate, up = input.float().chunk(2, dim=-1)
-    return (F.silu(gate).to(input.dtype).float() * up).to(input.dtype)
+    return lc.swiglu_fused_gate_up_ref(input)
 
 
 def _gate_up_case(id, shape, dtype=f32, in_place=False):
-    def make(device):
-        return (Inputs(device).randn(*shape, dtype=dtype), in_place)
-    return _case(id, make, dtype)
+    return _adopt(lc._fused_gate_up_case(id, shape, dtype), in_place)
 
 
 # -- dyt (transformers/dyt.py) ---------------------------------------------------------------------------------------
@@ -270,19 +207,6 @@ def dyt(x: Tensor, alpha: Tensor, gamma: Tensor, beta: Tensor) -> Tensor:
     return LigerDyTFunction.apply(x, alpha, gamma, beta)
 
 
-def dyt_ref(x, alpha, gamma, beta):
-    return (gamma.float() * torch.tanh(alpha.float() * x.float()) + beta.float()).to(x.dtype)
-
-
-def _dyt_case(id, shape, dtype=f32):
-    def make(device):
-        r = Inputs(device)
-        H = shape[-1]
-        return (r.randn(*shape, dtype=dtype), torch.full((1,), 0.7, dtype=dtype, device=device),
-                r.randn(H, dtype=dtype), r.randn(H, dtype=dtype))
-    return _case(id, make, dtype)
-
-
 # -- softmax / sparsemax ---------------------------------------------------------------------------------------------
 
 
@@ -290,29 +214,8 @@ def softmax(x: Tensor) -> Tensor:
     return LigerSoftmaxFunction.apply(x)
 
 
-def softmax_ref(x):
-    return torch.softmax(x.float(), dim=-1).to(x.dtype)
-
-
 def sparsemax(input: Tensor, dim: int) -> Tensor:
     return LigerSparsemaxFunction.apply(input, dim)
-
-
-def sparsemax_ref(x, dim):
-    z = x.float().transpose(dim, -1)
-    zs, _ = torch.sort(z, dim=-1, descending=True)
-    k = torch.arange(1, z.shape[-1] + 1, device=x.device, dtype=torch.float32)
-    cssv = zs.cumsum(-1)
-    support = (1 + k * zs) > cssv
-    k_z = support.sum(-1, keepdim=True)
-    tau = (cssv.gather(-1, k_z - 1) - 1) / k_z
-    return torch.clamp(z - tau, min=0).transpose(dim, -1).to(x.dtype)
-
-
-def _sparsemax_case(id, shape, dim, dtype=f32):
-    def make(device):
-        return (Inputs(device).randn(*shape, dtype=dtype), dim)
-    return _case(id, make, dtype)
 
 
 # -- cross_entropy (functional.liger_cross_entropy; the kernel writes the logits' gradient into the logits) ---------
@@ -324,29 +227,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor], ignor
         input, target, weight, ignore_index, lse_square_scale, label_smoothing, reduction, softcap, False, False, False,
     )
     return loss
-
-
-def cross_entropy_ref(input, target, weight=None, ignore_index=-100, lse_square_scale=0.0, label_smoothing=0.0,
-                      reduction="mean", softcap=None):
-    x = input.float()
-    if softcap is not None:
-        x = softcap * torch.tanh(x / softcap)
-    loss = F.cross_entropy(x, target, weight=None if weight is None else weight.float(), ignore_index=ignore_index,
-                           reduction=reduction, label_smoothing=label_smoothing)
-    return loss.to(input.dtype)
-
-
-def _ce_case(id, dtype=f32, *, BT=8, V=100, reduction="mean", weight=False, smoothing=0.0, softcap=None):
-    def make(device):
-        r = Inputs(device)
-        logits = r.randn(BT, V, dtype=dtype)
-        target = r.randint(0, V, (BT,))
-        target[::3] = -100  # ignored rows
-        w = r.rand(V) + 0.5 if weight else None
-        return (logits, target, w, -100, 0.0, smoothing, reduction, softcap)
-    gpu_only = (FLOAT_ARG_TO.format("softcap") + " (and libdevice.tanh)" if softcap is not None
-                else FLOAT_ARG_TO.format("sum_non_ignore_weight") if weight else "")
-    return _case(id, make, dtype, gpu_only)
 
 
 # -- fused_linear_cross_entropy (functional.liger_fused_linear_cross_entropy) --------------------------------------
@@ -365,22 +245,13 @@ def fused_linear_cross_entropy(input: Tensor, weight: Tensor, target: Tensor, bi
 
 def fused_linear_cross_entropy_ref(input, weight, target, bias, ce_weight, ignore_index, lse_square_scale,
                                    label_smoothing, reduction, softcap):
-    logits = input.float() @ weight.float().t()
-    if bias is not None:
-        logits = logits + bias.float()
-    return cross_entropy_ref(logits, target, ce_weight, ignore_index, 0.0, label_smoothing, reduction,
-                             softcap).to(input.dtype)
+    return lc.fused_linear_cross_entropy_ref(input, weight, target, bias, ce_weight, ignore_index, lse_square_scale,
+                                             label_smoothing, reduction, softcap).to(input.dtype)
 
 
 def _flce_case(id, dtype=f32, *, reduction="mean", smoothing=0.0):
-    def make(device):
-        r = Inputs(device)
-        BT, H, V = 16, 32, 100
-        target = r.randint(0, V, (BT,))
-        target[1::4] = -100
-        return (r.randn(BT, H, dtype=dtype), r.randn(V, H, dtype=dtype, scale=0.2), target, r.randn(V, dtype=dtype),
-                None, -100, 0.0, smoothing, reduction, None)
-    return _case(id, make, dtype)
+    inputs = lc._flce_case(id, dtype).make  # input, weight, target, bias, ce_weight, ignore_index, lse_square_scale
+    return _case(id, lambda device: (*inputs(device)[:7], smoothing, reduction, None), dtype)
 
 
 # -- kl_div / jsd / tvd ----------------------------------------------------------------------------------------------
@@ -390,85 +261,16 @@ def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool, eps:
     return LigerKLDivLossFunction.apply(input, target, reduction, log_target, eps)  # functional.liger_kl_div
 
 
-def kl_div_ref(y_pred, y_true, reduction, log_target, eps):
-    x, t = y_pred.float(), y_true.float()
-    loss = torch.exp(t) * (t - x) if log_target else t * (torch.log(torch.clamp(t, min=eps)) - x)
-    BT, V = loss.shape
-    return {"none": loss, "sum": loss.sum(), "mean": loss.sum() / (BT * V), "batchmean": loss.sum() / BT}[reduction]
-
-
 def _kl_case(id, dtype=f32, *, reduction="batchmean", log_target=False):
-    def make(device):
-        r = Inputs(device)
-        y_pred = torch.log_softmax(r.randn(6, 50), -1).to(dtype)
-        y_true = torch.softmax(r.randn(6, 50), -1)
-        y_true = (y_true.log() if log_target else y_true).to(dtype)
-        return (y_pred, y_true, reduction, log_target, 1e-10)
-    return _case(id, make, dtype)
+    return _adopt(lc._kl_case(id, dtype, reduction=reduction, log_target=log_target), 1e-10)  # eps
 
 
 def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: float, ignore_index: int) -> Tensor:
     return LigerJSDFunction.apply(input, target, shift_labels, beta, ignore_index, None, None)  # liger_jsd
 
 
-def _jsd_rows(x, y, beta):
-    """Generalized JSD per element between log Q = x (student) and log P = y (teacher)."""
-    q, p = x.exp(), y.exp()
-    if beta == 0.0:
-        return p * (y - x)
-    if beta == 1.0:
-        return q * (x - y)
-    log_m = torch.log(beta * p + (1 - beta) * q)
-    return beta * p * (y - log_m) + (1 - beta) * q * (x - log_m)
-
-
-def jsd_ref(input, target, shift_labels, beta, ignore_index):
-    loss = _jsd_rows(input.float(), target.float(), beta)
-    rows = torch.ones(input.shape[0], dtype=torch.bool, device=input.device)
-    if shift_labels is not None:
-        rows = shift_labels != ignore_index
-    return (loss[rows].sum() / rows.sum()).to(input.dtype)
-
-
-def _jsd_case(id, dtype=f32, *, beta=0.5, labels=False):
-    def make(device):
-        r = Inputs(device)
-        student = torch.log_softmax(r.randn(6, 40), -1).to(dtype)
-        teacher = torch.log_softmax(r.randn(6, 40), -1).to(dtype)
-        shift = None
-        if labels:
-            shift = r.randint(0, 40, (6,))
-            shift[2] = -100
-        return (student, teacher, shift, beta, -100)
-    return _case(id, make, dtype)
-
-
 def tvd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], reduction: str, ignore_index: int) -> Tensor:
     return LigerTVDLossFunction.apply(input, target, shift_labels, reduction, ignore_index)  # liger_tvd
-
-
-def tvd_ref(p, q, shift_labels, reduction, ignore_index):
-    loss = 0.5 * (p.float() - q.float()).abs()
-    rows = torch.ones(p.shape[0], dtype=torch.bool, device=p.device)
-    if shift_labels is not None:
-        rows = shift_labels != ignore_index
-        loss = loss * rows[:, None]
-    n = int(rows.sum())
-    return {"none": loss, "sum": loss.sum(), "mean": loss.sum() / (n * p.shape[1]),
-            "batchmean": loss.sum() / n}[reduction]
-
-
-def _tvd_case(id, dtype=f32, *, reduction="batchmean", labels=False):
-    def make(device):
-        r = Inputs(device)
-        p = torch.softmax(r.randn(6, 40), -1).to(dtype)
-        q = torch.softmax(r.randn(6, 40), -1).to(dtype)
-        shift = None
-        if labels:
-            shift = r.randint(0, 40, (6,))
-            shift[4] = -100
-        return (p, q, shift, reduction, -100)
-    return _case(id, make, dtype)
 
 
 # -- fused_linear_jsd / fused_linear_kl_div (gradients computed in the forward) ---------------------------------------
@@ -484,7 +286,7 @@ def fused_linear_jsd_ref(student_input, student_weight, teacher_input, teacher_w
                          ignore_index, temperature):
     s = torch.log_softmax(student_input.float() @ student_weight.float().t() / temperature, -1)
     t = torch.log_softmax(teacher_input.float() @ teacher_weight.float().t() / temperature, -1)
-    return jsd_ref(s, t, shift_labels, jsd_beta, ignore_index).to(student_input.dtype)
+    return lc.jsd_ref(s, t, shift_labels, jsd_beta, ignore_index).to(student_input.dtype)
 
 
 def _fljsd_case(id, dtype=f32, *, beta=0.5, labels=False, temperature=1.0):
@@ -567,39 +369,10 @@ def rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, position_ids: Optional[
     return LigerRopeFunction.apply(q, k, cos, sin, position_ids, unsqueeze_dim, rotary_dim)  # functional.liger_rope
 
 
-def _rotate_half(x):
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def _hf_rope(x, cos, sin):  # HF apply_rotary_pos_emb on the first cos.shape[-1] features (partial RoPE)
-    rd = cos.shape[-1]
-    rot, keep = x[..., :rd], x[..., rd:]
-    return torch.cat((rot * cos + _rotate_half(rot) * sin, keep), dim=-1)
-
-
-def rope_ref(q, k, cos, sin, position_ids, unsqueeze_dim, rotary_dim):
-    c, s = cos.float().unsqueeze(unsqueeze_dim), sin.float().unsqueeze(unsqueeze_dim)
-    return _hf_rope(q.float(), c, s).to(q.dtype), _hf_rope(k.float(), c, s).to(k.dtype)
-
-
-def _cos_sin(device, batch, seq, rd, dtype):
-    inv_freq = 1.0 / (10000 ** (torch.arange(0, rd, 2, dtype=torch.float32) / rd))
-    pos = torch.arange(seq, dtype=torch.float32)[:, None] + torch.arange(batch, dtype=torch.float32)[:, None, None]
-    emb = torch.cat((pos * inv_freq, pos * inv_freq), dim=-1)  # (batch, seq, rd)
-    return emb.cos().to(dtype=dtype, device=device), emb.sin().to(dtype=dtype, device=device)
-
-
-def _rope_case(id, dtype=f32, *, cos_batch=1, rd=16, hd=16):
+def _rope_case(id, dtype=f32, *, cos_batch=1, rd=16):
     # q/k as (bsz, heads, seq, head_dim), contiguous: rope_forward rotates copies of them (q.transpose(1, 2)
     # .contiguous()), so the Function is functional.
-    def make(device):
-        r = Inputs(device)
-        bsz, seq, nq, nk = 2, 5, 4, 2
-        q, k = r.randn(bsz, nq, seq, hd, dtype=dtype), r.randn(bsz, nk, seq, hd, dtype=dtype)
-        cos, sin = _cos_sin(device, cos_batch, seq, rd, dtype)
-        return (q, k, cos, sin, None, 1, None)
-    return _case(id, make, dtype)
+    return _adopt(lc._rope_case(id, dtype, hf_layout=False, cos_batch=cos_batch, rd=rd), None, 1, None)
 
 
 def qwen2vl_mrope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, mrope_section: list[int],
@@ -607,20 +380,12 @@ def qwen2vl_mrope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, mrope_section:
     return LigerQwen2VLMRopeFunction.apply(q, k, cos, sin, mrope_section, unsqueeze_dim)  # liger_qwen2vl_mrope
 
 
-def qwen2vl_mrope_ref(q, k, cos, sin, mrope_section, unsqueeze_dim):
-    section = list(mrope_section) * 2  # HF apply_multimodal_rotary_pos_emb
-    c = torch.cat([m[i % 3] for i, m in enumerate(cos.float().split(section, dim=-1))], dim=-1)
-    s = torch.cat([m[i % 3] for i, m in enumerate(sin.float().split(section, dim=-1))], dim=-1)
-    c, s = c.unsqueeze(unsqueeze_dim), s.unsqueeze(unsqueeze_dim)
-    return _hf_rope(q.float(), c, s).to(q.dtype), _hf_rope(k.float(), c, s).to(k.dtype)
-
-
 def _mrope_case(id, dtype=f32):
     def make(device):
         r = Inputs(device)
         bsz, seq, nq, nk, hd = 2, 5, 4, 2, 16
         q, k = r.randn(bsz, nq, seq, hd, dtype=dtype), r.randn(bsz, nk, seq, hd, dtype=dtype)
-        cos, sin = _cos_sin(device, bsz, seq, hd, dtype)  # three position grids (t, h, w): shifted copies
+        cos, sin = lc._cos_sin(r, bsz, seq, hd, dtype)  # three position grids (t, h, w): shifted copies
         cos = torch.stack([cos, cos.roll(1, 1), cos.roll(2, 1)]).contiguous()
         sin = torch.stack([sin, sin.roll(1, 1), sin.roll(2, 1)]).contiguous()
         return (q, k, cos, sin, [2, 3, 3], 1)
@@ -631,42 +396,11 @@ def llama4_rope(xq: Tensor, xk: Tensor, freqs_cis: Tensor) -> tuple[Tensor, Tens
     return LigerLlama4RopeFunction.apply(xq, xk, freqs_cis)  # transformers/llama4_rope.py
 
 
-def llama4_rope_ref(xq, xk, freqs_cis):
-    f = freqs_cis[: xq.shape[1]].reshape(1, xq.shape[1], 1, -1)
-
-    def rot(x):
-        xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
-        return torch.view_as_real(xc * f).flatten(3).to(x.dtype)
-
-    return rot(xq), rot(xk)
-
-
-def _llama4_case(id, dtype=f32):
-    def make(device):
-        r = Inputs(device)
-        bsz, seq, nq, nk, hd = 2, 6, 4, 2, 32
-        angles = torch.arange(seq, dtype=torch.float32)[:, None] * (1.0 / 10000 ** (torch.arange(0, hd, 2) / hd))
-        freqs = torch.polar(torch.ones_like(angles), angles).to(device)  # (seq, hd/2) complex64
-        return (r.randn(bsz, seq, nq, hd, dtype=dtype), r.randn(bsz, seq, nk, hd, dtype=dtype), freqs)
-    return _case(id, make, dtype)
-
-
 # -- embedding (transformers/experimental/embedding.py) -------------------------------------------------------------
 
 
 def embedding(weight: Tensor, indices: Tensor) -> Tensor:
     return LigerEmbeddingFunction.apply(weight, indices)
-
-
-def embedding_ref(weight, indices):
-    return F.embedding(indices, weight)
-
-
-def _embedding_case(id, dtype=f32):
-    def make(device):
-        r = Inputs(device)
-        return (r.randn(50, 24, dtype=dtype), r.randint(0, 50, (3, 7)))
-    return _case(id, make, dtype)
 
 
 # -- multi_token_attention / fused_neighborhood_attention / attn_res ---------------------------------------------------
@@ -677,68 +411,17 @@ def multi_token_attention(scores: Tensor, weight: Tensor, bias: Optional[Tensor]
     return LigerMultiTokenAttentionFunction.apply(scores, weight, bias, stride, padding, dilation, groups, sparse)
 
 
-def multi_token_attention_ref(scores, weight, bias, stride, padding, dilation, groups, sparse):
-    L = scores.shape[-1]
-    future = torch.ones(L, L, dtype=torch.bool, device=scores.device).triu(1)
-    s = scores.float().masked_fill(future, -1e9)
-    probs = sparsemax_ref(s, -1) if sparse else torch.softmax(s, -1)
-    out = F.conv2d(probs.to(scores.dtype).float(), weight.float(), None if bias is None else bias.float(),
-                   stride=stride, padding=padding, dilation=dilation, groups=groups)
-    return out.masked_fill(future, 0.0).to(scores.dtype)
-
-
-def _mta_case(id, dtype=f32, *, sparse=False):
-    def make(device):
-        r = Inputs(device)
-        C, L = 2, 9
-        return (r.randn(2, C, L, L, dtype=dtype), r.randn(C, C, 3, 3, dtype=dtype, scale=0.3), r.randn(C, dtype=dtype),
-                1, 1, 1, 1, sparse)
-    return _case(id, make, dtype)
-
-
 def neighborhood_attention(query: Tensor, key: Tensor, value: Tensor, kernel_size: int, dilation: int,
                            scale: Optional[float]) -> Tensor:
     return LigerFusedNeighborhoodAttentionFunction.apply(query, key, value, kernel_size, dilation, scale)
 
 
-def neighborhood_attention_ref(query, key, value, kernel_size, dilation, scale):
-    L, D = query.shape[-2], query.shape[-1]
-    scale = 1.0 / math.sqrt(D) if scale is None else scale
-    i = torch.arange(L, device=query.device)
-    rel = i[None, :] - i[:, None]
-    allowed = rel.abs() <= (kernel_size // 2) * dilation
-    if dilation > 1:
-        allowed &= rel % dilation == 0
-    s = (query.float() @ key.float().transpose(-1, -2)) * scale
-    p = torch.softmax(s.masked_fill(~allowed, float("-inf")), -1)
-    return (p @ value.float()).to(query.dtype)
-
-
-def _na_case(id, dtype=f32, *, kernel_size=5, dilation=1, scale=None):
-    def make(device):
-        r = Inputs(device)
-        shape = (1, 2, 16, 16)
-        return (r.randn(*shape, dtype=dtype), r.randn(*shape, dtype=dtype), r.randn(*shape, dtype=dtype),
-                kernel_size, dilation, scale)
-    return _case(id, make, dtype)
+def _na_case(id, dtype=f32, *, dilation=1, scale=None):
+    return _adopt(lc._na_case(id, dtype, dilation=dilation), scale)
 
 
 def attn_res(V: Tensor, w_query: Tensor, w_norm: Tensor, eps: float) -> Tensor:
     return LigerAttnResFunction.apply(V, w_query, w_norm, eps)  # functional.liger_attn_res
-
-
-def attn_res_ref(V, w_query, w_norm, eps):
-    v = V.float()  # (N, B, T, D)
-    k = (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps)).to(w_norm.dtype).float() * w_norm.float()
-    alpha = torch.softmax((k * w_query.float()).sum(-1), dim=0)  # over the N blocks
-    return (alpha[..., None] * v).sum(0).to(V.dtype)
-
-
-def _attn_res_case(id, dtype=f32):
-    def make(device):
-        r = Inputs(device)
-        return (r.randn(3, 2, 4, 32, dtype=dtype), r.randn(32, dtype=dtype, scale=0.3), r.randn(32, dtype=dtype), 1e-6)
-    return _case(id, make, dtype)
 
 
 # -- mHC (functional.liger_mhc_coeffs / liger_mhc_pre / liger_mhc_post_res) -------------------------------------------
@@ -783,10 +466,6 @@ def _mhc_coeffs_case(id, dtype=f32, *, tmax=4):
 
 def mhc_pre(x: Tensor, h_pre: Tensor) -> Tensor:
     return LigerMHCPreFunction.apply(x, h_pre)
-
-
-def mhc_pre_ref(x, h_pre):
-    return (x.float() * h_pre.float()[..., None]).sum(-2).to(x.dtype)
 
 
 def _mhc_pre_case(id, dtype=f32):
@@ -898,18 +577,18 @@ def _entry(name, module, cls, body, reference, cases, grads, **kw):
 
 ENTRIES = [
     # -- runs on the CPU path (Triton's interpreter) ----------------------------------------------------------------
-    _entry("relu_squared", "relu_squared", "LigerReLUSquaredFunction", relu_squared, relu_squared_ref, [
-        _one_case("f32", (2, 3, 64)),
-        _one_case("f16", (7, 50), f16),
+    _entry("relu_squared", "relu_squared", "LigerReLUSquaredFunction", relu_squared, lc.relu_squared_ref, [
+        _adopt(lc._one_case("f32", (2, 3, 64))),
+        _adopt(lc._one_case("f16", (7, 50), f16)),
     ], grads=(0,)),
-    _entry("softmax", "softmax", "LigerSoftmaxFunction", softmax, softmax_ref, [
-        _one_case("f32-3d", (2, 3, 70)),
-        _one_case("f16", (5, 300), f16),
-        _one_case("bf16", (4, 128), bf16),
+    _entry("softmax", "softmax", "LigerSoftmaxFunction", softmax, lc.softmax_ref, [
+        _adopt(lc._one_case("f32-3d", (2, 3, 70))),
+        _adopt(lc._one_case("f16", (5, 300), f16)),
+        _adopt(lc._one_case("bf16", (4, 128), bf16)),
     ], grads=(0,)),
-    _entry("sparsemax", "sparsemax", "LigerSparsemaxFunction", sparsemax, sparsemax_ref, [
-        _sparsemax_case("f32-lastdim", (4, 30), -1),
-        _sparsemax_case("f32-dim1", (2, 9, 5), 1),
+    _entry("sparsemax", "sparsemax", "LigerSparsemaxFunction", sparsemax, lc.sparsemax_ref, [
+        _adopt(lc._sparsemax_case("f32-lastdim", (4, 30), -1)),
+        _adopt(lc._sparsemax_case("f32-dim1", (2, 9, 5), 1)),
     ], grads=(0,)),
     _entry("fused_gate_up_swiglu", "swiglu", "LigerFusedGateUpSiLUMulFunction", fused_gate_up_swiglu,
            fused_gate_up_swiglu_ref, [
@@ -918,75 +597,77 @@ ENTRIES = [
                _gate_up_case("f32-in-place", (4, 64), in_place=True),
                _gate_up_case("f16-3d", (2, 3, 96), f16),
            ], grads=(0,)),
-    _entry("embedding", "experimental.embedding", "LigerEmbeddingFunction", embedding, embedding_ref, [
-        _embedding_case("f32"),
-        _embedding_case("f16", f16),
+    _entry("embedding", "experimental.embedding", "LigerEmbeddingFunction", embedding, lc.embedding_ref, [
+        _adopt(lc._embedding_case("f32")),
+        _adopt(lc._embedding_case("f16", f16)),
     ], grads=(0,)),
-    _entry("jsd", "jsd", "LigerJSDFunction", jsd, jsd_ref, [
-        _jsd_case("f32"),
-        _jsd_case("f32-forward-kl", beta=0.0),
-        _jsd_case("f32-labels", labels=True),
+    _entry("jsd", "jsd", "LigerJSDFunction", jsd, lc.jsd_ref, [
+        _adopt(lc._jsd_case("f32")),
+        _adopt(lc._jsd_case("f32-forward-kl", beta=0.0)),
+        _adopt(lc._jsd_case("f32-labels", labels=True)),
     ], grads=(0,), tol_scale=10),
     _entry("fused_ce_tvd", "fused_ce_tvd", "LigerFusedCETVDFunction", fused_ce_tvd, fused_ce_tvd_ref, [
         _cetvd_case("f32"),
         _cetvd_case("f32-wide", BT=4, V=300),
         _cetvd_case("f16", f16),
     ], grads=(0,), tol_scale=10),
-    _entry("rope", "rope", "LigerRopeFunction", rope, rope_ref, [
+    _entry("rope", "rope", "LigerRopeFunction", rope, lc.rope_ref, [
         _rope_case("f32"),
         _rope_case("f32-partial-rotary", rd=8),
         _rope_case("f32-per-batch-cos", cos_batch=2),
         _rope_case("f16", f16),
     ], grads=(0, 1)),
-    _entry("qwen2vl_mrope", "qwen2vl_mrope", "LigerQwen2VLMRopeFunction", qwen2vl_mrope, qwen2vl_mrope_ref, [
+    _entry("qwen2vl_mrope", "qwen2vl_mrope", "LigerQwen2VLMRopeFunction", qwen2vl_mrope, lc.qwen2vl_mrope_ref, [
         _mrope_case("f32"),
         _mrope_case("f16", f16),
     ], grads=(0, 1)),
-    _entry("llama4_rope", "llama4_rope", "LigerLlama4RopeFunction", llama4_rope, llama4_rope_ref, [
-        _llama4_case("f32"),
-        _llama4_case("f16", f16),
+    _entry("llama4_rope", "llama4_rope", "LigerLlama4RopeFunction", llama4_rope, lc.llama4_rope_ref, [
+        _adopt(lc._llama4_case("f32")),
+        _adopt(lc._llama4_case("f16", f16)),
     ], grads=(0, 1), mutates_args=("xq", "xk"),
         python_backward="its forward rotates xq/xk in place (q.to(compute_dtype).contiguous() is q itself for the "
                         "(bsz, seq, heads, head_dim) query HF passes) and returns them, without mark_dirty: the op "
                         "returns its inputs, which no plan's tape can differentiate"),
     _entry("multi_token_attention", "multi_token_attention", "LigerMultiTokenAttentionFunction",
-           multi_token_attention, multi_token_attention_ref, [
-               _mta_case("f32-softmax"),
-               _mta_case("f32-sparsemax", sparse=True),
+           multi_token_attention, lc.multi_token_attention_ref, [
+               _adopt(lc._mta_case("f32-softmax")),
+               _adopt(lc._mta_case("f32-sparsemax", sparse=True)),
            ], grads=(0, 1, 2), tol_scale=10),
     _entry("neighborhood_attention", "fused_neighborhood_attention", "LigerFusedNeighborhoodAttentionFunction",
-           neighborhood_attention, neighborhood_attention_ref, [
+           neighborhood_attention, lc.neighborhood_attention_ref, [
                _na_case("f32"),
                _na_case("f32-dilation2-scale", dilation=2, scale=0.3),
-           ], grads=(0, 1, 2), tol_scale=100),  # tl.dot in tf32 on CUDA
-    _entry("attn_res", "attn_res", "LigerAttnResFunction", attn_res, attn_res_ref, [
-        _attn_res_case("f32"),
-        _attn_res_case("f16", f16),
-    ], grads=(0, 1, 2), tol_scale=10),
-    _entry("mhc_pre", "mhc", "LigerMHCPreFunction", mhc_pre, mhc_pre_ref, [
+           ], grads=(0, 1, 2), tol_scale=100, tf32=True),
+    _entry("attn_res", "attn_res", "LigerAttnResFunction", attn_res, lc.attn_res_ref, [
+        _adopt(lc._attn_res_case("f32")),
+        _adopt(lc._attn_res_case("f16", f16)),
+    ], grads=(0, 1, 2), tol_scale=10, atomics=ATOMIC_ADD.format("dW_query, dW_norm")),
+    _entry("mhc_pre", "mhc", "LigerMHCPreFunction", mhc_pre, lc.mhc_pre_ref, [
         _mhc_pre_case("f32"),
         _mhc_pre_case("f16", f16),
-    ], grads=(0, 1)),
+    ], grads=(0, 1), tf32=True),
     _entry("mhc_post_res", "mhc", "LigerMHCPostResFunction", mhc_post_res, mhc_post_res_ref, [
         _mhc_post_case("f32"),
         _mhc_post_case("f16", f16),
-    ], grads=(0, 1, 2, 3)),
+    ], grads=(0, 1, 2, 3), tf32=True),
     _entry("mhc_coeffs", "mhc", "LigerMHCCoeffsFunction", mhc_coeffs, mhc_coeffs_ref, [
         _mhc_coeffs_case("f32"),
         _mhc_coeffs_case("f16", f16),
-    ], grads=(0, 1, 2, 3, 4, 5), tol_scale=10),
+    ], grads=(0, 1, 2, 3, 4, 5), tol_scale=10, tf32=True, atomics=ATOMIC_ADD.format("grad_phi")),
     _entry("grpo_loss", "grpo_loss", "GrpoLossFunction", grpo_loss, grpo_loss_ref, [
         _grpo_case("f32"),
         _grpo_case("f32-no-old-no-mask", old=False, mask=False),
         _grpo_case("f32-inplace-bnpo", inplace=True, loss_type="bnpo"),
     ], grads=(0,), tol_scale=10),
-    _entry("cross_entropy", "cross_entropy", "LigerCrossEntropyFunction", cross_entropy, cross_entropy_ref, [
-        _ce_case("f32-mean"),
-        _ce_case("f32-sum-smoothing", reduction="sum", smoothing=0.1),
-        _ce_case("f16-mean", f16),
-        _ce_case("f32-weight", weight=True),
-        _ce_case("f32-softcap", softcap=30.0),
-        _ce_case("bf16-mean", bf16),
+    _entry("cross_entropy", "cross_entropy", "LigerCrossEntropyFunction", cross_entropy, lc.cross_entropy_ref, [
+        _adopt(lc._ce_case("f32-mean")),
+        _adopt(lc._ce_case("f32-sum-smoothing", reduction="sum", smoothing=0.1)),
+        _adopt(lc._ce_case("f16-mean", f16)),
+        replace(_adopt(lc._ce_case("f32-weight", weight=True)), python_backward=(
+            "with class weights the forward reads their sum as a float from the data (`.item()`), which no plan "
+            "holds: those calls run the body")),
+        _adopt(lc._ce_case("f32-softcap", softcap=30.0)),
+        _adopt(lc._ce_case("bf16-mean", bf16)),
     ], grads=(0,), mutates_args=("input",), tol_scale=10),
     _entry("fused_linear_cross_entropy", "fused_linear_cross_entropy", "LigerFusedLinearCrossEntropyFunction",
            fused_linear_cross_entropy, fused_linear_cross_entropy_ref, [
@@ -1021,33 +702,34 @@ ENTRIES = [
            modulated_rms_norm_ref, [
                _modulated_case("f32"),
                _modulated_case("f16", f16),
-           ], grads=(0, 1, 2, 3), tol_scale=10, gpu_only=FLOAT_ARG_TO.format("eps")),
+           ], grads=(0, 1, 2, 3), tol_scale=10, gpu_only=FLOAT_ARG_TO.format("eps"),
+           atomics=ATOMIC_ADD.format("dscale, dshift")),
     _entry("poly_norm", "poly_norm", "LigerPolyNormFunction", poly_norm, poly_norm_ref, [
         _poly_case("f32"),
         _poly_case("bf16", bf16),
     ], grads=(0, 1, 2), tol_scale=10, gpu_only=FLOAT_ARG_TO.format("eps")),
-    _entry("layer_norm", "layer_norm", "LigerLayerNormFunction", layer_norm, layer_norm_ref, [
-        _ln_case("f32-3d", (2, 4, 100)),
-        _ln_case("f16", (5, 64), f16),
-        _ln_case("bf16", (3, 128), bf16),
+    _entry("layer_norm", "layer_norm", "LigerLayerNormFunction", layer_norm, lc.layer_norm_ref, [
+        _adopt(lc._ln_case("f32-3d", (2, 4, 100))),
+        _adopt(lc._ln_case("f16", (5, 64), f16)),
+        _adopt(lc._ln_case("bf16", (3, 128), bf16)),
     ], grads=(0, 1, 2), tol_scale=10, gpu_only=FLOAT_ARG_TO.format("eps")),
-    _entry("group_norm", "group_norm", "LigerGroupNormFunction", group_norm, group_norm_ref, [
-        _gn_case("f32-3d", (2, 6, 10), 3),
-        _gn_case("f32-4d", (2, 4, 3, 5), 2),
-        _gn_case("f16", (2, 4, 12), 2, f16),
-    ], grads=(0, 1, 2), tol_scale=10, gpu_only=FLOAT_ARG_TO.format("eps")),
+    _entry("group_norm", "group_norm", "LigerGroupNormFunction", group_norm, lc.group_norm_ref, [
+        _adopt(lc._gn_case("f32-3d", (2, 6, 10), 3)),
+        _adopt(lc._gn_case("f32-4d", (2, 4, 3, 5), 2)),
+        _adopt(lc._gn_case("f16", (2, 4, 12), 2, f16)),
+    ], grads=(0, 1, 2), tol_scale=10, gpu_only=FLOAT_ARG_TO.format("eps"), atomics=ATOMIC_ADD.format("dW, dB")),
     _entry("swiglu", "swiglu", "LigerSiLUMulFunction", swiglu, swiglu_ref, [
-        _swiglu_case("f32", (2, 3, 64)),
-        _swiglu_case("f16-multipliers", (5, 100), f16, gm=0.5, dm=2.0),
-        _swiglu_case("bf16", (4, 128), bf16),
+        _adopt(lc._swiglu_case("f32", (2, 3, 64))),
+        _adopt(lc._swiglu_case("f16-multipliers", (5, 100), f16, gm=0.5, dm=2.0)),
+        _adopt(lc._swiglu_case("bf16", (4, 128), bf16)),
     ], grads=(0, 1), gpu_only=FLOAT_ARG_TO.format("gate_multiplier")),
-    _entry("geglu", "geglu", "LigerGELUMulFunction", geglu, geglu_ref, [
-        _pair_case("f32", (2, 3, 64)),
-        _pair_case("f16", (7, 50), f16),
+    _entry("geglu", "geglu", "LigerGELUMulFunction", geglu, lc.geglu_ref, [
+        _adopt(lc._pair_case("f32", (2, 3, 64))),
+        _adopt(lc._pair_case("f16", (7, 50), f16)),
     ], grads=(0, 1), gpu_only=LIBDEVICE.format("tanh")),
-    _entry("dyt", "dyt", "LigerDyTFunction", dyt, dyt_ref, [
-        _dyt_case("f32", (2, 3, 64)),
-        _dyt_case("bf16", (4, 128), bf16),
+    _entry("dyt", "dyt", "LigerDyTFunction", dyt, lc.dyt_ref, [
+        _adopt(lc._dyt_case("f32", (2, 3, 64))),
+        _adopt(lc._dyt_case("bf16", (4, 128), bf16)),
     ], grads=(0, 1, 2, 3), tol_scale=10, gpu_only=LIBDEVICE.format("tanh")),
     _entry("mlp", "mlp", "LigerMLPFunction", mlp, mlp_ref, [
         _mlp_case("f16", f16),
@@ -1055,15 +737,15 @@ ENTRIES = [
         _mlp_case("bf16", bf16),
     ], grads=(0, 1, 2, 3), tol_scale=10,
         gpu_only="LigerMLPFunction asserts input.is_cuda (its kernels take TMA tensor descriptors); CUDA only"),
-    _entry("kl_div", "kl_div", "LigerKLDivLossFunction", kl_div, kl_div_ref, [
+    _entry("kl_div", "kl_div", "LigerKLDivLossFunction", kl_div, lc.kl_div_ref, [
         _kl_case("f32-batchmean"),
         _kl_case("f32-none", reduction="none"),
         _kl_case("f32-sum-logtarget", reduction="sum", log_target=True),
         _kl_case("f16-mean", f16, reduction="mean"),
     ], grads=(0,), gpu_only=FLOAT_ARG_TO.format("eps")),
-    _entry("tvd", "tvd", "LigerTVDLossFunction", tvd, tvd_ref, [
-        _tvd_case("f32-batchmean"),
-        _tvd_case("f32-none", reduction="none"),
-        _tvd_case("f32-sum-labels", reduction="sum", labels=True),
+    _entry("tvd", "tvd", "LigerTVDLossFunction", tvd, lc.tvd_ref, [
+        _adopt(lc._tvd_case("f32-batchmean")),
+        _adopt(lc._tvd_case("f32-none", reduction="none")),
+        _adopt(lc._tvd_case("f32-sum-labels", reduction="sum", labels=True)),
     ], grads=(0,), gpu_only=FLOAT_ARG_TO.format("scale")),
 ]

@@ -10,7 +10,9 @@ import torch
 
 from function_corpus import FunctionCase, FunctionEntry, Inputs, bf16, f16, f32
 
-from cut_cross_entropy import linear_cross_entropy
+# without the library: an ImportError, which skips this corpus (tests/corpus_cut_cross_entropy.py, imported below,
+# would skip the test module instead)
+import cut_cross_entropy  # noqa: F401
 from lightning_attn.ops import lightning_attn_func
 from lightning_attn.ops.triton import lightning_attn2_no_decay
 from lightning_attn.ops.triton.srmsnorm import _SrmsNorm
@@ -20,6 +22,8 @@ from torchao.prototype.quantized_training.int8_mixed_precision import (
     _Int8MixedPrecisionTrainingLinearFunction,
 )
 from torchao.sparsity.supermask import ApplyMask, GetSubnet
+
+import corpus_cut_cross_entropy as cce
 
 Tensor = torch.Tensor
 
@@ -105,7 +109,6 @@ BF16_CPU = "bf16: Triton's interpreter computes bf16 wrongly (torch_tile refuses
 
 # -- cut-cross-entropy ------------------------------------------------------------------------------------------
 
-IGNORE = -100
 LOG1P = ("CCE's log-sum-exp forward kernel merges partial sums with tl_logaddexp -> libdevice.log1p, which Triton's "
          "interpreter does not implement (the library's own call fails: InterpreterError AttributeError(\"'NoneType' "
          "object has no attribute 'type'\") in _cce_lse_forward_kernel); CUDA only")
@@ -113,43 +116,12 @@ CCE_REQUIRES_GRAD = ("LinearCrossEntropyFunction.forward reads e.requires_grad /
                      "return_logit_avg): its forward differs between calls that need a gradient and calls that do not")
 
 
-def cce_linear_cross_entropy(e: Tensor, c: Tensor, targets: Tensor, ignore_index: int = IGNORE,
-                             softcap: Optional[float] = None, reduction: str = "mean", shift: bool = False) -> Tensor:
-    return linear_cross_entropy(e, c, targets, ignore_index, softcap, reduction, shift)
-
-
-def cce_linear_cross_entropy_reference(e, c, targets, ignore_index=IGNORE, softcap=None, reduction="mean",
-                                       shift=False):
-    if shift:
-        e, t = e[..., :-1, :], targets[..., 1:]
-    else:
-        t = targets
-    z = e.reshape(-1, e.shape[-1]).float() @ c.float().T
-    if softcap is not None:
-        z = torch.tanh(z / softcap) * softcap
-    t = t.reshape(-1)
-    valid = t != ignore_index
-    nll = torch.logsumexp(z, -1) - z.gather(1, t.clamp(min=0)[:, None])[:, 0]
-    nll = torch.where(valid, nll, torch.zeros_like(nll))
-    if reduction == "mean":
-        return nll.sum() / valid.sum()
-    if reduction == "sum":
-        return nll.sum()
-    # 'none': the targets' shape (with shift, less the first position), zeros where ignored
-    return nll.view(targets[..., 1:].shape if shift else targets.shape)
-
-
 def _cce(id, dtype=f32, batch=(2, 6), D=32, V=50, ignore=0, softcap=None, reduction="mean", shift=False,
          tol_scale=10.0):
-    def make(device):
-        r = Inputs(device)
-        e = r.randn(*batch, D, dtype=dtype, scale=0.5)
-        c = r.randn(V, D, dtype=dtype, scale=0.5)
-        t = r.randint(0, V, batch)
-        if ignore:
-            t.view(-1)[torch.randperm(t.numel(), generator=r.gen)[:ignore].to(device)] = IGNORE
-        return (e, c, t, IGNORE, softcap, reduction, shift)
-    return FunctionCase(id, make, dtype, gpu_only=LOG1P, tol_scale=tol_scale)
+    # the body, reference and seeded inputs of tests/corpus_cut_cross_entropy.py's linear_cross_entropy entry
+    case = cce._lce_case(id, dtype, batch=batch, D=D, V=V, ignore=ignore, softcap=softcap, reduction=reduction,
+                         shift=shift)
+    return FunctionCase(id, case.make, dtype, gpu_only=LOG1P, tol_scale=tol_scale)
 
 
 # -- torchao ----------------------------------------------------------------------------------------------------
@@ -318,11 +290,11 @@ ENTRIES = [
                    _lightning("f32-n100", 1, 2, 100, 32, 32, decay=False)],
                   grads=(0, 1, 2), tol_scale=LIGHTNING_TOL),
     FunctionEntry("cce_linear_cross_entropy", "cut-cross-entropy",
-                  "cut_cross_entropy.cce.LinearCrossEntropyFunction", cce_linear_cross_entropy,
-                  cce_linear_cross_entropy_reference,
+                  "cut_cross_entropy.cce.LinearCrossEntropyFunction", cce.linear_cross_entropy_op, cce._lce_ref,
                   [_cce("f32-mean"), _cce("f16-sum-ignore", f16, ignore=3, reduction="sum"),
                    _cce("f32-none-shift", reduction="none", shift=True, ignore=2)],
-                  grads=(0, 1), python_backward=CCE_REQUIRES_GRAD),
+                  grads=(0, 1), python_backward=CCE_REQUIRES_GRAD, tf32=True,
+                  atomics="its log-sum-exp forward accumulates partial sums with atomics"),
     FunctionEntry("torchao_int8_mixed_precision_linear", "torchao",
                   "torchao.prototype.quantized_training.int8_mixed_precision._Int8MixedPrecisionTrainingLinearFunction",
                   torchao_int8_mixed_precision_linear, torchao_int8_mixed_precision_linear_reference,
