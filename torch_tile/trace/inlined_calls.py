@@ -108,7 +108,8 @@ def _apply() -> None:
 
 def _undo() -> None:
     _Function.apply = _original_apply
-    del _FunctionMeta.__getattribute__
+    if "__getattribute__" in _FunctionMeta.__dict__:  # undone where it was never applied too (a forked child)
+        del _FunctionMeta.__getattribute__
     for name, factory in _original_factories.items():
         setattr(torch, name, factory)
     if _Dynamo.module is not None:
