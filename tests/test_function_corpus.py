@@ -122,3 +122,37 @@ def test_the_corpus_is_many_functions_of_many_libraries():
     native = [e for e in ENTRIES if not e.python_backward]
     assert len(functions) >= 30 and len(libraries) >= 5, (len(functions), sorted(libraries))
     assert len(native) >= 0.9 * len(ENTRIES), [(e.function, e.python_backward) for e in ENTRIES if e.python_backward]
+
+
+def test_a_small_model_trains_as_with_the_library_alone():
+    """A few optimizer steps of a model whose norm and activation are a library's Functions (fla's L2 norm and
+    SwiGLU), through tile ops and applied directly: the same losses and weights, bit for bit."""
+    entries = {e.name: e for e in ENTRIES}
+    if not {"fla_l2norm", "fla_swiglu"} <= set(entries):
+        pytest.skip("fla is not installed")
+    norm, swiglu = entries["fla_l2norm"], entries["fla_swiglu"]
+
+    def train(l2norm, act, interpreted: bool) -> list:
+        gen = torch.Generator().manual_seed(7)
+        weights = [torch.randn(*shape, generator=gen).to(DEVICE).requires_grad_() for shape in
+                   ((16, 32), (32, 64), (32, 8))]
+        x = torch.randn(12, 16, generator=gen).to(DEVICE)
+        optimizer = torch.optim.SGD(weights, lr=0.1)
+        losses = []
+        for _ in range(3):
+            with launch_mode(InterpretLaunches()) if interpreted else contextlib.nullcontext():
+                optimizer.zero_grad()
+                h = l2norm(x @ weights[0])
+                gate, up = (h @ weights[1]).chunk(2, dim=-1)
+                loss = (act(gate.contiguous(), up.contiguous()) @ weights[2]).pow(2).mean()
+                loss.backward()
+            optimizer.step()
+            losses.append(loss.detach())
+        return [*losses, *(w.detach() for w in weights)]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback: both ops train natively
+        got = train(norm.op(), swiglu.op(), interpreted=False)
+    want = train(norm.body, swiglu.body, interpreted=DEVICE.type == "cpu")
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
