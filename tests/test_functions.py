@@ -15,17 +15,12 @@ import triton.language as tl
 import torch_tile as tt
 from torch_tile._launch_mode import launch_mode
 from torch_tile._training import run_forward_op, tape_call
+
+from shared_kernels import scale_kernel
 from torch_tile.frontends.triton.interpret import InterpretLaunches
 
 NS = "functions"
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-
-
-@triton.jit
-def _scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
 
 
 @triton.jit
@@ -48,7 +43,7 @@ def _row_sum_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
 def _scaled(x, scale):
     out = torch.empty_like(x)
     n = x.numel()
-    _scale_kernel[(triton.cdiv(n, 128),)](x, out, n, scale, BLOCK=128)
+    scale_kernel[(triton.cdiv(n, 128),)](out, x, scale, n, BLOCK=128)
     return out
 
 
@@ -353,7 +348,7 @@ def _gradient_plan(op, args: tuple, grads: list, mask: int):
 def test_the_gradient_op_is_a_plan_of_the_backwards_kernels():
     plan = _gradient_plan(chain, (torch.randn(6, 20), torch.randn(120), 1.5), [torch.randn(6, 20)], 0b11)
     # Mul's backward twice (both inputs need a gradient), then Scale's; the views cost no kernel.
-    assert [launch.kernel_name for launch in plan.launches] == ["_mul_kernel"] * 4 + ["_scale_kernel"]
+    assert [launch.kernel_name for launch in plan.launches] == ["_mul_kernel"] * 4 + ["scale_kernel"]
     assert not plan.fallback
 
 
