@@ -303,6 +303,20 @@ def test_a_gradient_path_with_other_torch_operations_runs_the_body_under_autogra
     assert not plan.backward.gradient_op and "aten::mul" in plan.backward.reason
 
 
+@tt.op(f"{NS}::product_then_function")
+def product_then_function(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return Scale.apply(a * b, 2.0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_one_tensor_given_twice_to_a_body_under_autograd_gets_both_gradients(device):
+    x = torch.randn(30, device=device)
+    leaf = x.clone().requires_grad_()
+    with pytest.warns(Warning, match="aten::mul"):
+        product_then_function(leaf, leaf).sum().backward()
+    torch.testing.assert_close(leaf.grad, 4 * x)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_forward_reading_needs_input_grad_has_a_plan_per_pattern(device):
     """Which arguments require a gradient is a guard (REQUIRES_GRAD): the forward reads the call's answer."""

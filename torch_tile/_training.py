@@ -32,14 +32,10 @@ from .trace.expr import evaluate
 from .trace.functions import EagerTape, TapeLayout, differentiable, python_ints, recording_functions
 from .trace.inlined_calls import inlined_calls
 from .trace.state import current_tracer
+from .trace.tracer import returned
 
 if TYPE_CHECKING:
     from ._op import TileOp
-
-
-def returned(result) -> list:
-    """What a body returned, as a list (None: nothing; a tuple or list: its items)."""
-    return [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
 
 
 # The forward op's last argument: which tensor arguments require a gradient, a bit each.
@@ -69,7 +65,6 @@ def forward_body(op: "TileOp") -> Callable:
         extras = tape.extras(leaves, outputs)  # told from the outputs by identity, before they are detached
         return [*(o.detach() if isinstance(o, torch.Tensor) else o for o in outputs), *extras]
 
-    body.__wrapped__ = op.fn  # its lines name the forward op's steps and errors
     return body
 
 
@@ -206,17 +201,23 @@ class _Interpreted(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, op, values, *differentiable_values):
-        inputs = {id(v): v.detach().requires_grad_() for v in differentiable_values}
+        inputs = {id(v): v.detach().requires_grad_() for v in differentiable_values}  # one per tensor
         inner = tuple(inputs.get(id(v), v) if isinstance(v, torch.Tensor) else v for v in values)
         with torch.enable_grad():
             result = _fallback.run_body(op, inner, on_cpu=True)
         outputs = returned(result)
-        ctx.op, ctx.inputs, ctx.outputs = op, list(inputs.values()), outputs
+        ctx.op, ctx.inputs, ctx.outputs = op, inputs, outputs
+        # Per argument position, its tensor's key, or None where the same tensor came before (its gradient is
+        # returned once: autograd sums what positions of one tensor get).
+        ctx.positions = [id(v) if id(v) not in (id(u) for u in differentiable_values[:k]) else None
+                         for k, v in enumerate(differentiable_values)]
         return tuple(o.detach() for o in outputs)
 
     @staticmethod
     def backward(ctx, *grads):
         pairs = [(o, g) for o, g in zip(ctx.outputs, grads) if g is not None and o.requires_grad]
         with launch_mode(InterpretLaunches(ctx.op)):
-            found = torch.autograd.grad([o for o, _ in pairs], ctx.inputs, [g for _, g in pairs], allow_unused=True)
-        return (None, None, *found)
+            found = torch.autograd.grad([o for o, _ in pairs], list(ctx.inputs.values()), [g for _, g in pairs],
+                                        allow_unused=True)
+        by_tensor = dict(zip(ctx.inputs, found))
+        return (None, None, *(None if key is None else by_tensor[key] for key in ctx.positions))

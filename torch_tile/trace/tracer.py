@@ -83,7 +83,7 @@ class _FactoryMode(TorchFunctionMode):
         return self.tracer.torch_function(func, args, kwargs or {})
 
 
-def _returned(result) -> list:
+def returned(result) -> list:
     """What a body returned, as a list (None: nothing; a tuple or list: its items)."""
     return [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
 
@@ -667,7 +667,7 @@ class Tracer(GuardSink, LaunchMode):
             result = self.op.call_body(self.stand_ins)
             backward = None
             if self._with_backward:
-                outputs = _returned(result)
+                outputs = returned(result)
                 backward = native_spec(self.op, self, result, outputs) if self.op.backward_fn is not None else \
                     self.functions.spec(outputs, len(self.op.arg_names))
         return self._finish(result, backward)
@@ -749,7 +749,7 @@ class Tracer(GuardSink, LaunchMode):
                              "on the arguments as they came")
 
     def _finish(self, result, backward=None) -> _plan.LaunchPlan:
-        results = _returned(result)
+        results = returned(result)
         if self.op.returns_list:  # one Tensor[]: any number of tensors
             if not isinstance(result, (tuple, list)):
                 raise OpDefinitionError(
