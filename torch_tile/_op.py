@@ -337,8 +337,7 @@ class TileOp:
                                 fall_back=may_fall_back, may_leave=may_fall_back)
         except TraceError as e:
             if self.gradient_of is not None:  # the backward cannot be a plan: it runs eagerly from now on
-                self._eagerly_because = str(e)
-                _C.run_gradient_op_eagerly(self.qualname, str(e))
+                self._runs_eagerly(e)
             raise
 
     def _traced(self, tracer: Tracer, fall_back: bool = True, may_leave: bool = True) -> _C.LaunchPlan:
@@ -438,13 +437,22 @@ class TileOp:
             _fallback.warn_once(self, reason)
         self.fallback_calls[reason] = (count or 0) + 1
 
+    def _runs_eagerly(self, error: TraceError) -> None:
+        """A gradient op whose backward no plan holds: its calls run the body from now on (C++ warns once)."""
+        self._eagerly_because = str(error)
+        _C.run_gradient_op_eagerly(self.qualname, self._eagerly_because)
+
+    def _count_eager_run(self) -> None:
+        """A call of a gradient op that runs its body because no plan holds it: a fallback call of the op it
+        differentiates (explain lists it)."""
+        _C.count_fallback_call()
+        self.gradient_of._fell_back(f"the backward runs in Python: {self._eagerly_because}", warn=False)
+
     def _run_eagerly(self, *args):
         """A gradient op's body run eagerly by the native node: under create_graph (the backward is itself
-        differentiated), or because its trace failed: then counted as a fallback call of the op it differentiates
-        (explain lists it; C++ warned once)."""
+        differentiated), or because no plan holds it (counted)."""
         if self._eagerly_because is not None and not torch.is_grad_enabled():
-            _C.count_fallback_call()
-            self.gradient_of._fell_back(f"the backward runs in Python: {self._eagerly_because}", warn=False)
+            self._count_eager_run()
         return self.fn(*args)
 
     @_entry
@@ -463,10 +471,8 @@ class TileOp:
             if self.gradient_of is None:
                 raise
             # A backward no plan holds runs eagerly, as the native node runs it (warned once, counted).
-            self._eagerly_because = str(e)
-            _C.run_gradient_op_eagerly(self.qualname, str(e))
-            _C.count_fallback_call()
-            self.gradient_of._fell_back(f"the backward runs in Python: {e}", warn=False)
+            self._runs_eagerly(e)
+            self._count_eager_run()
             plan = None
         with launch_mode(InterpretLaunches(self)), _fallback.NamingTheOp(self, "run by Triton's interpreter on CPU"):
             # A fallback's body runs as outside torch_tile, with autograd (the CUDA path's does too).

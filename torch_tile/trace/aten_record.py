@@ -287,10 +287,10 @@ class AtenRecorder:
         """``torch.equal(a, b)``: sizes compared (guards), then whether any element differs, read from the data
         (``aten::ne``, ``aten::any``, a Read step): a bool over the value read."""
         a, b = args
-        if a.dim() != b.dim() or any(x != y for x, y in zip(a.shape, b.shape)):
-            self.shapes.take_guards()
-            return False
+        same_sizes = a.dim() == b.dim() and all(x == y for x, y in zip(a.shape, b.shape))
         self.shapes.take_guards()
+        if not same_sizes:
+            return False
         differs = self.record(torch.ops.aten.ne.Tensor, (a, b), {})
         found = self.record(torch.ops.aten.any.default, (differs,), {})
         return self._read(found, what) == 0

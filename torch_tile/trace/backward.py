@@ -87,9 +87,8 @@ class _Recording:
         self.dirty: list = []
         self.materialize = True
 
-    @property
     def non_differentiable(self) -> set[int]:
-        """The outputs marked non-differentiable, by position."""
+        """The outputs marked non-differentiable, by position (NotNative for a marked tensor that is none)."""
         marked = set()
         for t in self.marked_non_differentiable:
             index = next((i for i, o in enumerate(self.outputs) if o is t), None)
@@ -124,8 +123,8 @@ class RecordingContext:
 
     def mark_non_differentiable(self, *tensors) -> None:
         self._recording.marked_non_differentiable.extend(tensors)
-        if self._recording.outputs is not None:
-            self._recording.non_differentiable  # noqa: B018 - checks them now, where the outputs are known
+        if self._recording.outputs is not None:  # checked now, where the outputs are known
+            self._recording.non_differentiable()
 
     def set_materialize_grads(self, value: bool) -> None:
         self._recording.materialize = bool(value)
@@ -249,7 +248,7 @@ def backward_spec(recording: _Recording, num_args: int, sink) -> tuple[SavedLayo
     ``BackwardSpec`` saying where each value comes from (the caller adds ``gradient_op``)."""
     saver = ValueSaver(sink)
     saved, attrs = saver.context(recording)
-    non_differentiable = recording.non_differentiable
+    non_differentiable = recording.non_differentiable()
     # The node passes no gradient for a non-differentiable output: the body makes its zeros, if it reads them.
     zero_grads = []
     if recording.materialize:
@@ -326,7 +325,6 @@ def gradient_body(qualname: str, layout: SavedLayout, backward: Callable, tensor
                                  "tensor: return None there")
         return result
 
-    body.__wrapped__ = backward  # its lines name the gradient op's steps and errors (TileOp.sources)
     return body
 
 

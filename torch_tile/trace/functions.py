@@ -42,7 +42,6 @@ from typing import Any, Callable, Optional, Union
 import torch
 from torch.autograd.function import BackwardCFunction, _is_setup_context_defined
 
-from .._errors import TraceError
 from .backward import NeedsInputGrad, NotNative, RecordingContext, ReplayContext, ValueSaver, zeros_for
 from .expr import Op, substitute
 from .stand_ins import TensorProxy, is_contiguous
@@ -172,10 +171,10 @@ class FunctionTape:
         self.tracer = tracer
         self._floating = [slot for slot, proxy in arguments.items() if slot < 63 and differentiable(proxy.dtype)]
         self._requires_grad_of = requires_grad
-        self._requires_grad = {slot: bool(getattr(requires_grad(slot), "value", requires_grad(slot)))
-                               for slot in self._floating}
+        self._requires_grad = {slot: bool(requires_grad(slot).value) for slot in self._floating}
         # Tensors needing a gradient (by slot): the op arguments (a bit each) they depend on.
         self.depends: dict[int, int] = {slot: 1 << slot for slot in self._floating if self._requires_grad[slot]}
+        self.dtypes: dict[int, torch.dtype] = {slot: arguments[slot].dtype for slot in self.depends}  # of those
         self.arguments = tuple(sorted(self.depends))
         self.untraceable: dict[int, str] = {}  # slot -> why its gradient is not a plan's
         self.recorded: list = []
@@ -206,7 +205,7 @@ class FunctionTape:
             self.read_requires_grad(a) if isinstance(a, TensorProxy) else False for a in args))
         outputs = recording.outputs
         try:
-            non_differentiable = recording.non_differentiable
+            non_differentiable = recording.non_differentiable()
         except NotNative as e:
             self._refuse(f"{cls.__qualname__}: {e}")
             non_differentiable = set()
@@ -222,7 +221,7 @@ class FunctionTape:
                     o._slot in inputs:
                 self._refuse(f"{cls.__qualname__}'s forward returns an input (or a view of one)")
             if k not in non_differentiable and differentiable(o.dtype):
-                self.depends[o._slot] = depends
+                self.depends[o._slot], self.dtypes[o._slot] = depends, o.dtype
         self.recorded.append(_Applied(cls, args, inputs, tuple(self.depends.get(s, 0) if s is not None else 0
                                                                 for s in inputs), outputs, recording))
         return out
@@ -250,7 +249,7 @@ class FunctionTape:
             return
         if operator in _NOT_DIFFERENTIABLE_VIEWS or not differentiable(view.dtype):
             return
-        self.depends[view._slot] = self.depends[base._slot]
+        self.depends[view._slot], self.dtypes[view._slot] = self.depends[base._slot], view.dtype
         self.recorded.append(_Viewed(base, view, operator or "a view"))
 
     def aten(self, name: str, arguments: list, results: list, written: list) -> None:
@@ -271,11 +270,11 @@ class FunctionTape:
         for slot, dtype in results:
             if not differentiable(dtype):
                 continue
-            self.depends[slot] = depends
+            self.depends[slot], self.dtypes[slot] = depends, dtype
             if tainted is not None:
                 self.untraceable[slot] = tainted
             elif name in _CONVERSIONS and len(involved) == 1 and len(results) == 1:
-                self.recorded.append(_Converted(involved[0], slot, self._dtype_of(involved[0])))
+                self.recorded.append(_Converted(involved[0], slot, self.dtypes[involved[0]]))
             else:
                 self.untraceable[slot] = f"{site} computes a tensor needing a gradient; only " \
                                          "autograd.Functions, views and copies are differentiated natively"
@@ -302,18 +301,6 @@ class FunctionTape:
                 saver.int(v)
             geometry = (first, view.dim())
         return ViewNode(base._slot, view._slot, base_shape, geometry, base.dtype)
-
-    def _dtype_of(self, slot: int) -> torch.dtype:
-        for r in self.recorded:
-            if isinstance(r, _Applied):
-                for o in r.outputs:
-                    if isinstance(o, TensorProxy) and o._slot == slot:
-                        return o.dtype
-            elif isinstance(r, _Viewed) and r.view._slot == slot:
-                return r.view.dtype
-        if slot < self.tracer.num_inputs:
-            return self.tracer.stand_ins[slot].dtype
-        raise TraceError(f"{self.tracer.op.qualname}: no dtype is known for slot {slot}")
 
     # -- the plan's BackwardSpec --------------------------------------------------------------------------------
     def spec(self, outputs: list, num_args: int) -> Optional[tuple[Optional[TapeLayout], dict]]:
@@ -527,7 +514,7 @@ class EagerTape:
             return run_inline(cls, args)
         out, recording = _recorded_forward(cls, args, torch.Tensor, lambda: tuple(
             isinstance(a, torch.Tensor) and a.requires_grad for a in args))
-        non_differentiable = recording.non_differentiable
+        non_differentiable = recording.non_differentiable()
         for k, o in enumerate(recording.outputs):
             if isinstance(o, torch.Tensor) and k not in non_differentiable and differentiable(o.dtype):
                 o.requires_grad_()
