@@ -626,6 +626,38 @@ def test_a_compiled_kernel_launched_in_a_body_is_a_launch_of_its_function(device
     assert [launch.kernel_name for launch in plan.launches] == ["_scale_kernel"]
 
 
+# -- a kernel that calls Triton's helpers ----------------------------------------------------------------------
+
+
+def _padded_doubling(x_ptr, out_ptr, n, N: tl.constexpr):  # jitted afresh by each test: never hashed before it
+    BLOCK: tl.constexpr = triton.next_power_of_2(N)
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_kernel_calling_triton_s_helpers_is_recorded_by_the_first_op_to_meet_it(device):
+    kernel = triton.jit(_padded_doubling)
+
+    def body(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        n = x.numel()
+        wrap_triton(kernel)[(1,)](x, out, n, N=triton.next_power_of_2(n))
+        return out
+
+    op = tt.op(f"{NS}::calls_triton_helpers_{device}", body, fallback=False)
+    for n in (37, 37, 100):
+        x = torch.randn(n, device=device)
+        torch.testing.assert_close(op(x), 2 * x)
+    # The key Triton gives the kernel outside any trace, and its own launch of it, as before.
+    assert kernel.cache_key == triton.jit(_padded_doubling).cache_key
+    out = torch.empty_like(x)
+    with _without_torch_tile(device):
+        kernel[(1,)](x, out, x.numel(), N=128)
+    torch.testing.assert_close(out, 2 * x)
+
+
 # -- a torch.compile'd helper ------------------------------------------------------------------------------------
 
 
