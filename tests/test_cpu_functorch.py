@@ -1,4 +1,5 @@
-"""CPU tests: tile ops with a registered backward under torch.func transforms (torch_tile/_functorch.py).
+"""Tile ops under torch.func transforms (torch_tile/_functorch.py), on CPU (and on CUDA too where a test says so
+and there is a GPU).
 
 grad, vjp, jacrev (and their nestings: a Hessian, per-sample gradients) take the registered backward; vmap
 batches with the op's vmap rule (``register_vmap``) or one call per sample; jvp names the op it cannot
@@ -14,6 +15,7 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
+from torch_tile import kernels as K
 
 DT = torch.float64
 
@@ -199,3 +201,35 @@ def test_functionalize_runs_the_op(xy):
         return c
 
     _close(torch.func.functionalize(f)(x, y), x * y + 1)
+
+
+# -- ops the backward calls, ops without one ---------------------------------------------------------------------
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_first_order_transforms_take_a_backward_that_calls_ops_without_one(device):
+    # tile::softmax's backward calls tile::softmax_backward, which has no backward of its own.
+    x, v = torch.randn(4, 9, device=device), torch.randn(4, 9, device=device)
+    loss = lambda f: lambda a: (f(a, -1) if f is torch.softmax else f(a)).mul(v).sum()  # noqa: E731
+    tol = dict(rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(torch.func.grad(loss(K.softmax))(x), torch.func.grad(loss(torch.softmax))(x), **tol)
+    out, vjp_fn = torch.func.vjp(K.softmax, x)
+    torch.testing.assert_close(vjp_fn(v)[0], torch.func.vjp(lambda a: torch.softmax(a, -1), x)[1](v)[0], **tol)
+    torch.testing.assert_close(torch.func.jacrev(K.softmax)(x[:2]),
+                               torch.func.jacrev(lambda a: torch.softmax(a, -1))(x[:2]), **tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_op_without_a_backward_under_transforms_runs_until_it_is_differentiated(device):
+    x, y = torch.randn(6, device=device), torch.randn(6, device=device)
+    # Differentiated: an error naming the op, as outside transforms.
+    for transform in (lambda: torch.func.vjp(K.add, x, y)[1](torch.ones_like(x)),
+                      lambda: torch.func.grad(lambda a: K.add(a, y).sum())(x),
+                      lambda: torch.func.jacrev(K.add)(x, y)):
+        with pytest.raises(RuntimeError, match=r"tile::add has no backward"):
+            transform()
+    # Not differentiated (its inputs do not depend on what the transform differentiates), or batched: it runs.
+    torch.testing.assert_close(torch.func.grad(lambda a: (K.add(y, y) * a).sum())(x), 2 * y)
+    torch.testing.assert_close(torch.func.vmap(K.add)(x.view(2, 3), y.view(2, 3)), (x + y).view(2, 3))

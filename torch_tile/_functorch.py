@@ -3,13 +3,13 @@
 torch runs an autograd.Function under torch.func transforms through its ``custom_function_call`` operator,
 whose rules work one transform level at a time: grad and vjp take the Function's backward, vmap its ``vmap``
 staticmethod. A tile op's Autograd kernel (C++) runs inside a transform's processing, where that operator can
-no longer reach the transforms, so an op with a registered backward or vmap rule gets a kernel at the key every
-transform enters through (FuncTorchDynamicLayerFrontMode): there the op is its autograd.Function applied, as a
-call of that Function from Python would be:
+no longer reach the transforms, so every functional op gets a kernel at the key every transform enters through
+(FuncTorchDynamicLayerFrontMode): there the op is its autograd.Function applied, as a call of that Function from
+Python would be:
 
 * grad, vjp, jacrev and their nestings: the registered backward (or the backwards of the autograd.Functions the
   body applies, through their tape: see _training.py), at each level (the op's own calls below are plain calls:
-  native plans);
+  native plans); an op with neither runs, and its backward names it if a transform differentiates it;
 * vmap: the op's vmap rule (``TileOp.register_vmap``, as torch.library's), else one call of the op per sample,
   the results stacked;
 * jvp, jacfwd: an error naming the op (tile ops have no forward-mode derivative);
@@ -48,7 +48,7 @@ def _under_transforms(op: "TileOp", values: tuple) -> Any:
         return _functionalized(op, interpreter, values)
     if interpreter.key() in (TransformType.Grad, TransformType.Jvp):
         _refuse_differentiated_lists(op, values)
-    if op.backward_fn is None and op.body_calls_function:  # the autograd.Functions its body applies
+    if op.backward_fn is None and op.differentiates_itself(values):  # the autograd.Functions its body applies
         return op.apply_functions(values)
     return op.autograd_function.apply(*values)
 
@@ -66,7 +66,8 @@ def _refuse_differentiated_lists(op: "TileOp", values: tuple) -> None:
     """An autograd.Function does not see the tensors inside a list: a gradient through one would silently be
     missing, so differentiating a list[Tensor] argument is refused (as outside transforms)."""
     for name, value in zip(op.arg_names, values):
-        if isinstance(value, (list, tuple)) and any(torch._C._functorch.is_gradtrackingtensor(t) for t in value):
+        if isinstance(value, (list, tuple)) and any(isinstance(t, torch.Tensor) and
+                                                      torch._C._functorch.is_gradtrackingtensor(t) for t in value):
             raise NotImplementedError(
                 f"{op.qualname}: argument '{name}' (a list[Tensor]) is differentiated by a torch.func transform; "
                 "tile ops do not differentiate through list[Tensor] arguments: pass the tensor as a Tensor "

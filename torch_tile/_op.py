@@ -127,6 +127,10 @@ class TileOp:
         self.autograd_function = _autograd_function(self, None, None)
         apply = _autograd_apply(self, self.autograd_function, differentiable=False)
         _C.register_autograd(qualname, self.mutated_args, _entry(apply))
+        if not self.mutated_args and not self.returns_list:
+            # torch.func transforms reach the op's autograd.Function only from their own dispatch key: there an op
+            # with no backward runs (its backward says it has none, should a transform differentiate it).
+            _functorch.route(self, self._lib, self._lib_name)
         self._gradient_ops: dict[Union[SavedLayout, TapeLayout], TileOp] = {}  # by the layout the forward keeps
         self._gradient_count = 0
         self.layout: Optional[Union[SavedLayout, TapeLayout]] = None  # a gradient op's
@@ -396,8 +400,7 @@ class TileOp:
         if self.backward_fn is not None:
             return False
         if self.body_calls_function is None:
-            # Learns it; the plan is not kept.
-            self._traced(Tracer(self.traced_op(), self._values(args), backward=False))
+            _training.traced_as_own_work(self, self._values(args), backward=False)  # learns it; the plan is not kept
         return bool(self.body_calls_function)
 
     def apply_functions(self, args: tuple) -> object:

@@ -106,18 +106,24 @@ def _real(t: torch.Tensor) -> bool:
         not torch._C._functorch.is_functorch_wrapped_tensor(t)
 
 
+def traced_as_own_work(op: "TileOp", values: tuple, backward: bool = True):
+    """``op``'s plan for ``values`` (as the body sees them, with size hints), traced as torch_tile's own work: not
+    under the caller's dispatch modes (torch.compile's proxy and fake modes are active where autograd calls this)
+    nor torch.func transforms' (their wrapped tensors are traced as meta tensors of the same sizes)."""
+    tensors = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
+    device = tensors[0].device if tensors else None
+    real = all(_real(t) for t in tensors)
+    with _disable_current_modes(), temporarily_clear_interpreter_stack():
+        return op._traced(Tracer(op.traced_op(), values if real else tuple(hinted(v) for v in values), device,
+                                 backward=backward))
+
+
 def tape_call(op: "TileOp", values: tuple) -> tuple[Optional[TapeCall], str]:
     """The tape of the plan these arguments (as the body sees them) select, or (None, why the Python path runs
     the body under autograd instead)."""
-    tensors = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
     if not all_hinted(values):
         return None, "sizes decided by the data (no size hints)"
-    device = tensors[0].device if tensors else None
-    real = all(_real(t) for t in tensors)
-    # The trace is torch_tile's own work: not the caller's dispatch modes' (torch.compile's proxy and fake modes
-    # are active where autograd calls this), nor torch.func transforms'.
-    with _disable_current_modes(), temporarily_clear_interpreter_stack():
-        plan = op._traced(Tracer(op.traced_op(), values if real else tuple(hinted(v) for v in values), device))
+    plan = traced_as_own_work(op, values)
     spec = plan.backward
     if plan.fallback:
         return None, plan.fallback
