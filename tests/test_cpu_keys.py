@@ -21,7 +21,7 @@ import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import kernels as K
-from torch_tile.frontends import STABLE_ID_SCHEME, stable_id
+from torch_tile.frontends.kernel_registry import STABLE_ID_SCHEME, stable_id
 from torch_tile.frontends.triton.compile import specialize
 from torch_tile import _testing
 

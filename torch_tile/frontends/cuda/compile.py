@@ -9,7 +9,7 @@ from typing import Sequence, Union
 
 from ... import _C, _cubin, _disk_cache, _launch_mode
 from ..._version import __version__
-from .. import stable_id
+from ..kernel_registry import stable_id
 
 # Part of every cache key: a new layout of the cached entry ignores older entries.
 ENTRY_VERSION = 1

@@ -14,7 +14,8 @@ from typing import Union
 import torch
 
 from ... import _C, _cubin, _interpreter_exit, _plan
-from .. import KernelRegistry, plain_launch_metadata, stable_id
+from ..kernel_registry import KernelRegistry, stable_id
+from ..launch_metadata import plain_launch_metadata
 from .compile import CudaKernel
 from .mangled import FLOATING, INTEGER, POINTER, parameter_categories
 

@@ -13,7 +13,8 @@ import torch
 
 from ... import _C, _cubin, _disk_cache, _interpreter_exit, _plan
 from ..._version import __version__
-from .. import KernelRegistry, plain_launch_metadata, stable_id
+from ..kernel_registry import KernelRegistry, stable_id
+from ..launch_metadata import plain_launch_metadata
 
 FRONTEND = "cutile"
 ENTRY_VERSION = 1  # part of every disk-cache key: a new entry layout ignores older entries

@@ -12,7 +12,8 @@ import torch
 
 from ... import _C, _cubin, _disk_cache, _interpreter_exit
 from ..._version import __version__
-from .. import KernelRegistry, plain_launch_metadata, stable_id
+from ..kernel_registry import KernelRegistry, stable_id
+from ..launch_metadata import plain_launch_metadata
 from .lowering import BufferParam, DeviceKernel, arch_capability, lowering, once_per_kernel, signature
 
 FRONTEND = "tilelang"

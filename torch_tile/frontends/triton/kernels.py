@@ -13,7 +13,7 @@ from typing import Any
 
 from triton.runtime.jit import JITFunction
 
-from .. import UNKNOWN_CONFIG, KernelRegistry, stable_id
+from ..kernel_registry import UNKNOWN_CONFIG, KernelRegistry, stable_id
 from .codegen_lock import source_parsing
 from .tuples import TupleShape, stable
 
