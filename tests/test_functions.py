@@ -336,7 +336,8 @@ def test_the_plan_keeps_what_the_functions_keep():
     x, w = torch.randn(6, 20), torch.randn(120)
     plan = chain.trace(*_needing_grad((x, w, 1.5)))
     spec = plan.backward
-    assert spec.gradient_op == f"{NS}_grad::chain" and not spec.materialize_grads
+    # chain_<n> where calls of other patterns (other arguments needing a gradient) came first in this process
+    assert spec.gradient_op.startswith(f"{NS}_grad::chain") and not spec.materialize_grads
     assert list(spec.differentiable) == [1]
     assert len(spec.saved) == 4  # Mul's a, b twice
     layout = chain.gradient_op_named(spec.gradient_op).layout

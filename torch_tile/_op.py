@@ -587,8 +587,14 @@ def _differentiating_through_the_body(op: TileOp, apply: Callable) -> Callable:
     autograd.Functions goes through them (``TileOp.apply_functions``); any other runs ``apply``, whose backward
     says the op has none."""
     def call(*args):
+        learning = op.body_calls_function is None
         if not op.differentiates_itself(args):
             return apply(*args)
+        if learning and _training.native_node_may_take(args):
+            # The trace that learned it enabled the native node: this call is dispatched again to take it, as
+            # later calls do (the C++ path returns here, learned, if its plan's tape cannot serve).
+            return op.overload(*args[:len(args) - len(op.kwarg_only)],
+                               **dict(zip(op.kwarg_only, args[len(args) - len(op.kwarg_only):])))
         return op.apply_functions(args)
 
     return call

@@ -106,6 +106,18 @@ def _real(t: torch.Tensor) -> bool:
         not torch._C._functorch.is_functorch_wrapped_tensor(t)
 
 
+_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__  # parameters have it; DTensor and other subclasses their own
+
+
+def native_node_may_take(args: tuple) -> bool:
+    """Whether the C++ node may take a call of these dispatcher arguments: real CUDA tensors, in no dispatch mode
+    (torch.compile's tracing and tensor subclasses take the Python path)."""
+    tensors = [t for t in flat_arguments(args) if isinstance(t, torch.Tensor)]
+    return bool(tensors) and all(t.is_cuda and _real(t) and type(t).__torch_dispatch__ is _PLAIN_DISPATCH
+                                 for t in tensors) and \
+        not torch._C._is_torch_function_mode_enabled() and torch._C._len_torch_dispatch_stack() == 0
+
+
 def traced_as_own_work(op: "TileOp", values: tuple, backward: bool = True):
     """``op``'s plan for ``values`` (as the body sees them, with size hints), traced as torch_tile's own work: not
     under the caller's dispatch modes (torch.compile's proxy and fake modes are active where autograd calls this)
