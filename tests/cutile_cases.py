@@ -1,6 +1,6 @@
 """The calls the cuTile GPU tests make (tests/test_gpu_cutile.py), shared with
 dev/cutile_bundle.py, which compiles their variants ahead of time into a
-bundle where cuTile's compiler runs (the lent H200's image cannot run tileiras;
+bundle where cuTile's compiler runs (the H200 image with driver 580 cannot run tileiras;
 the cubins it makes elsewhere run there)."""
 
 from __future__ import annotations

@@ -82,6 +82,8 @@ def test_trains_as_the_library_does(entry, case):
     on_cpu = DEVICE.type == "cpu"
     if on_cpu and (entry.gpu_only or case.gpu_only):
         pytest.skip(entry.gpu_only or case.gpu_only)
+    if not on_cpu and entry.refused_on_this_gpu:
+        pytest.skip(entry.refused_on_this_gpu)
     op = entry.op()
     args = case.make(DEVICE)
     before = tt.runtime_counters()["fallback_calls"]

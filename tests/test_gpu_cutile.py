@@ -3,7 +3,8 @@ launched with ct.launch in the body) against torch, the Triton tile::softmax and
 cuTile's own launch of the same kernel, strided rows, a CUDA graph and
 torch.compile. With $TORCH_TILE_CUTILE_BUNDLE (dev/cutile_bundle.py) the
 variants come from that bundle, compiled where tileiras runs; otherwise they
-compile here. Where tileiras cannot run (the lent H200), cuTile's own launch
+compile here. Where tileiras cannot run (the H200 image with driver
+580: docs/CUTILE.md), cuTile's own launch
 finds its cubins only in the cuTile cache written beside that bundle
 (dev/cutile_device.sh), so it runs only if torch_tile specialised each call
 exactly as cuTile does."""
