@@ -649,6 +649,7 @@ def test_autocast_decorators_keep_their_state_on_ctx(device):
 def test_a_backward_no_plan_holds_runs_in_python_counted_and_explained(device):
     x = torch.randn(40, device=device)
     before = tt.runtime_counters()["fallback_calls"]
+    explained_before = dict(backward_reads_a_float.fallback_calls)  # the op's counts of this process (all devices)
     for _ in range(2):
         leaf = x.clone().requires_grad_()
         with warnings.catch_warnings():
@@ -658,7 +659,7 @@ def test_a_backward_no_plan_holds_runs_in_python_counted_and_explained(device):
     assert tt.runtime_counters()["fallback_calls"] - before == 2
     (why,) = backward_reads_a_float.fallback_calls
     assert why.startswith("the backward runs in Python") and "item" in why
-    assert backward_reads_a_float.fallback_calls[why] == 2
+    assert backward_reads_a_float.fallback_calls[why] - explained_before.get(why, 0) == 2
 
 
 # Libraries bind `apply` at import (`my_op = MyFunction.apply`): torch's own entry, which a trace reaches through.
