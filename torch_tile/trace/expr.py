@@ -288,11 +288,9 @@ def sym_max(a, b):
     return max(a, b)
 
 
-def next_power_of_2(n):
-    """triton.next_power_of_2 that stays symbolic (patched in while tracing)."""
-    if isinstance(n, SymbolicInt):
-        return n.unary(Op.NEXT_POW2, f"next_power_of_2({n.text})", _next_pow2(n.value))
-    return _next_pow2(int(n))
+def next_power_of_2(n: SymbolicInt) -> SymbolicInt:
+    """triton.next_power_of_2 of a stand-in's int, one opcode (Triton's own takes it while bodies trace)."""
+    return n.unary(Op.NEXT_POW2, f"next_power_of_2({n.text})", _next_pow2(n.value))
 
 
 def encode_int(value, sink: GuardSink) -> tuple[list[int], str]:

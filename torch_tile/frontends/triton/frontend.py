@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import types
 import warnings
 from typing import Any, Optional
 
@@ -31,38 +30,30 @@ def analysed_writes(qualname: str) -> dict[int, Optional[frozenset]]:
         return _analysed.setdefault(qualname, {})
 
 
-# Triton's next_power_of_2. Where it is a constexpr function (a JITCallable that kernels call and Triton's
-# dependency finder hashes), the object stays in place while bodies trace and only its class changes, to one whose
-# call keeps stand-ins symbolic: a kernel's cache key, its compile and the interpreter see Triton's own function
-# (a plain replacement would be an "Unsupported function referenced" to a kernel that calls it). Where it is a
-# plain function, a plain function replaces it.
+# Triton's next_power_of_2 is a constexpr function (a JITCallable that kernels call and Triton's dependency finder
+# hashes): the object stays in place while bodies trace and only its class changes, to one whose call keeps
+# stand-ins symbolic. A kernel's cache key, its compile and the interpreter see Triton's own function (a plain
+# replacement would be an "Unsupported function referenced" to a kernel that calls it).
 _next_power_of_2 = triton.next_power_of_2
-_NextPowerOf2Class = None if isinstance(_next_power_of_2, types.FunctionType) else type(_next_power_of_2)
+_NextPowerOf2Class = type(_next_power_of_2)
 
 
-if _NextPowerOf2Class is not None:
-    class _SymbolicNextPowerOf2(_NextPowerOf2Class):
-        """Triton's next_power_of_2 that returns an expression of a stand-in (``trace/expr.py``)."""
+class _SymbolicNextPowerOf2(_NextPowerOf2Class):
+    """Triton's next_power_of_2 that returns an expression of a stand-in (``trace/expr.py``)."""
 
-        def __call__(self, *args, **kwargs):
-            if args and isinstance(args[0], _expr.SymbolicInt):
-                return _expr.next_power_of_2(args[0])
-            return super().__call__(*args, **kwargs)
+    def __call__(self, *args, **kwargs):
+        if args and isinstance(args[0], _expr.SymbolicInt):
+            return _expr.next_power_of_2(args[0])
+        return super().__call__(*args, **kwargs)
 
 
 def _install_symbolic_triton_helpers() -> None:
-    if _NextPowerOf2Class is not None:
-        _next_power_of_2.__class__ = _SymbolicNextPowerOf2
-    else:
-        triton.next_power_of_2 = _expr.next_power_of_2
+    _next_power_of_2.__class__ = _SymbolicNextPowerOf2
     descriptors.install_traced_post_init()
 
 
 def _restore_triton_helpers() -> None:
-    if _NextPowerOf2Class is not None:
-        _next_power_of_2.__class__ = _NextPowerOf2Class
-    else:
-        triton.next_power_of_2 = _next_power_of_2
+    _next_power_of_2.__class__ = _NextPowerOf2Class
     descriptors.restore_post_init()
 
 
