@@ -317,10 +317,15 @@ class TileOp:
         again (compiled variants stay cached)."""
         _C.clear_plans(self.qualname)
 
-    def call_body(self, values) -> object:
-        """Runs ``fn`` on one value per schema argument (keyword-only ones by name)."""
+    def as_call(self, values) -> tuple[tuple, dict]:
+        """One value per schema argument as a call takes them: positional, then keyword-only ones by name."""
         n = len(values) - len(self.kwarg_only)
-        result = self.fn(*values[:n], **dict(zip(self.kwarg_only, values[n:])))
+        return tuple(values[:n]), dict(zip(self.kwarg_only, values[n:]))
+
+    def call_body(self, values) -> object:
+        """Runs ``fn`` on one value per schema argument."""
+        args, keywords = self.as_call(values)
+        result = self.fn(*args, **keywords)
         if self.gradient_of is not None and self.num_returns == 1:  # its body returns one gradient per argument
             (result,) = result
         return result
@@ -593,8 +598,8 @@ def _differentiating_through_the_body(op: TileOp, apply: Callable) -> Callable:
         if learning and _training.native_node_may_take(args):
             # The trace that learned it enabled the native node: this call is dispatched again to take it, as
             # later calls do (the C++ path returns here, learned, if its plan's tape cannot serve).
-            return op.overload(*args[:len(args) - len(op.kwarg_only)],
-                               **dict(zip(op.kwarg_only, args[len(args) - len(op.kwarg_only):])))
+            positional, keywords = op.as_call(args)
+            return op.overload(*positional, **keywords)
         return op.apply_functions(args)
 
     return call

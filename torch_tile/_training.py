@@ -156,8 +156,8 @@ def run_forward_op(op: "TileOp", args: tuple, call: TapeCall) -> list:
     nor outputs. Which arguments require a gradient is the call's the layout was traced for (which Functions
     autograd records depends on it), whatever a transform or torch.compile's tracing makes of the tensors below."""
     mask = sum(1 << i for i, value in enumerate(call.layout.arguments) if value is not None)
-    n = len(args) - len(op.kwarg_only)
-    return op.forward_op().overload(*args[:n], **dict(zip(op.kwarg_only, args[n:])), **{REQUIRES_GRAD_ARG: mask})
+    positional, keywords = op.as_call(args)
+    return op.forward_op().overload(*positional, **keywords, **{REQUIRES_GRAD_ARG: mask})
 
 
 def tape_function(op: "TileOp") -> type:
