@@ -49,7 +49,7 @@ void validate_aten(const std::string& op, const AtenStep& a, int slot, int num_a
   using K = AtenArg::Kind;
   if (a.name.empty() || a.num_outputs < 0) bad_plan(op, "has a malformed ATen step");
   for (const AtenArg& arg : a.args) {
-    if (int32_t(arg.kind) < int32_t(K::None) || int32_t(arg.kind) > int32_t(K::BoolList)) {
+    if (!AtenArg::known_kind(int32_t(arg.kind))) {
       bad_plan(op, "has an ATen argument of unknown kind");
     }
     const bool tensors = arg.kind == K::Tensor || arg.kind == K::TensorList || arg.kind == K::OptionalTensorList;

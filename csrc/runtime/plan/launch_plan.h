@@ -111,6 +111,8 @@ struct AtenArg {
     WrappedScalar = 11,      // a Scalar where the schema takes a Tensor (a Python number in `x * 2`)
     BoolList = 12,           // ints, each != 0 (convolution_backward's output_mask)
   };
+  // Whether `kind` is one of Kind's values (a plan read or built elsewhere may hold any int).
+  static bool known_kind(int32_t kind) { return kind >= int32_t(Kind::None) && kind <= int32_t(Kind::BoolList); }
   Kind kind = Kind::None;
   std::vector<int32_t> slots;
   std::vector<Expr> ints;

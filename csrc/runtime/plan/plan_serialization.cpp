@@ -90,7 +90,7 @@ AtenStep read_aten(ByteReader& r) {
   a.args.resize(r.count(24));
   for (AtenArg& arg : a.args) {
     const int32_t kind = r.pod<int32_t>();
-    if (kind < int32_t(AtenArg::Kind::None) || kind > int32_t(AtenArg::Kind::BoolList)) {
+    if (!AtenArg::known_kind(kind)) {
       r.corrupt("an ATen argument of unknown kind " + std::to_string(kind));
     }
     arg.kind = AtenArg::Kind(kind);
