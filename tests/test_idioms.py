@@ -707,6 +707,29 @@ def test_allocation_keywords_give_torch_s_layouts():
     assert not layouts.trace(x).fallback
 
 
+@tt.op(f"{NS}::conv_weight_gradient", fallback=False)
+def conv_weight_gradient(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor) -> torch.Tensor:
+    """A gradient of one of several inputs, as backwards compute it: convolution_backward with an output mask (its
+    masked gradients are undefined tensors), then a kernel on the one it asks for."""
+    grad_weight = torch.nn.grad.conv2d_weight(x, weight.shape, grad_out, padding=1)
+    out = torch.empty_like(grad_weight)
+    n = out.numel()
+    _scale_kernel[(triton.cdiv(n, 128),)](grad_weight, out, n, 0.5, BLOCK=128)
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_aten_step_keeps_the_results_its_call_returns_among_undefined_ones(device):
+    x, weight, grad_out = (torch.randn(*s, device=device) for s in ((2, 3, 6, 6), (4, 3, 3, 3), (2, 4, 6, 6)))
+    want = 0.5 * torch.nn.grad.conv2d_weight(x, weight.shape, grad_out, padding=1)
+    plan = conv_weight_gradient.trace(x, weight, grad_out)
+    assert [s.name for s in plan.aten_steps] == ["aten::convolution_backward"]
+    assert plan.aten_steps[0].num_outputs == 1
+    torch.testing.assert_close(conv_weight_gradient(x, weight, grad_out), want)
+    compiled = torch.compile(conv_weight_gradient, fullgraph=True, dynamic=True)
+    torch.testing.assert_close(compiled(x, weight, grad_out), want)
+
+
 @tt.op(f"{NS}::aligned_copy", fallback=False)
 def aligned_copy(x: torch.Tensor) -> torch.Tensor:
     """Alignment checks on every pointer, outputs and views included (block size picked by them)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
+import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.symbolic_shapes import guard_or_false
 
@@ -148,9 +149,8 @@ def fake_call(op: "TileOp", args: tuple):
             values = [_aten_value(a, tensors, args, scalars, device) for a in aten.args]
             keywords = {a.name: v for a, v in zip(overload._schema.arguments, values) if a.kwarg_only}
             result = overload(*values[:len(values) - len(keywords)], **keywords)
-            if aten.num_outputs:
-                results = result if isinstance(result, (tuple, list)) else (result,)
-                tensors.extend(results[:aten.num_outputs])
+            if aten.num_outputs:  # the tensors among the returns, as the trace recorded them
+                tensors.extend(r for r in pytree.tree_leaves(result) if isinstance(r, torch.Tensor))
     # Each output is a tensor of its own, as the CUDA kernel returns it (a copy where the body returned an input, a
     # view of one or another output; a view of the op's intermediate is its own too), except a return the schema
     # declares to be a written argument (`Tensor(a!)`): that argument itself.

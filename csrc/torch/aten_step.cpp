@@ -103,12 +103,24 @@ void run_aten_step(const AtenStep& step, const CallArgs& args,
       throw;
     }
   }
+  // The tensors among the returns, in order, as the trace recorded them (Python's tree leaves): an undefined
+  // tensor (convolution_backward's masked gradients) is None there, a Tensor[] return its items. A step that
+  // writes its arguments keeps none of what it returns (the written arguments themselves).
   results.clear();
-  for (int i = 0; i < step.num_outputs; ++i) {
-    if (size_t(i) >= stack.size() || !stack[size_t(i)].isTensor()) {
-      fail(ErrorKind::Runtime, step.name + " (at " + step.site + ") did not return the tensors its plan expects");
+  if (step.num_outputs == 0) return;
+  const auto take = [&](at::Tensor t) {
+    if (t.defined()) results.push_back(std::move(t));
+  };
+  for (c10::IValue& v : stack) {
+    if (v.isTensor()) {
+      take(std::move(v).toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) take(t);
     }
-    results.push_back(std::move(stack[size_t(i)]).toTensor());
+  }
+  if (results.size() != size_t(step.num_outputs)) {
+    fail(ErrorKind::Runtime, step.name + " (at " + step.site + ") returned " + std::to_string(results.size()) +
+                                 " tensor(s); its plan expects " + std::to_string(step.num_outputs));
   }
 }
 
