@@ -225,6 +225,13 @@ def torch_op_between(x: torch.Tensor) -> torch.Tensor:
     return Scale.apply(x * x, 2.0)
 
 
+@tt.op(f"{NS}::views_of_views")
+def views_of_views(x: torch.Tensor) -> torch.Tensor:
+    """Views of views of a Function's output, as wrappers take them (a transpose, a slice of it, an alias of that)."""
+    y = Scale.apply(x, 3.0)
+    return y.transpose(0, 1)[2:].view_as(y.transpose(0, 1)[2:])
+
+
 def _directly(device: str):
     """Where the Functions, applied without torch_tile, run their kernels: the GPU, or Triton's interpreter."""
     return launch_mode(InterpretLaunches()) if device == "cpu" else contextlib.nullcontext()
@@ -238,6 +245,7 @@ CASES = {
     "broadcasting": (broadcasting, lambda d: (torch.randn(5, 8, device=d), torch.randn(8, device=d))),
     "half_of_two": (half_of_two, lambda d: (torch.randn(30, device=d),)),
     "converted": (converted, lambda d: (torch.randn(30, device=d, dtype=torch.float16),)),
+    "views_of_views": (views_of_views, lambda d: (torch.randn(6, 20, device=d),)),
 }
 
 

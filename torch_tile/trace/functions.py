@@ -178,6 +178,8 @@ class FunctionTape:
         self.arguments = tuple(sorted(self.depends))
         self.untraceable: dict[int, str] = {}  # slot -> why its gradient is not a plan's
         self.recorded: list = []
+        # A view's root: the tensor its chain of views starts from (a view of a view is one of the root's memory).
+        self._view_roots: dict[int, TensorProxy] = {}
         self.not_native: Optional[str] = None
         self.any_applied = False  # a Function applied at the body's top level (a node or not)
 
@@ -250,7 +252,10 @@ class FunctionTape:
         if operator in _NOT_DIFFERENTIABLE_VIEWS or not differentiable(view.dtype):
             return
         self.depends[view._slot], self.dtypes[view._slot] = self.depends[base._slot], view.dtype
-        self.recorded.append(_Viewed(base, view, operator or "a view"))
+        # Its gradient goes to the root directly: a transposed base's slice is a view of the contiguous root.
+        root = self._view_roots.get(base._slot, base)
+        self._view_roots[view._slot] = root
+        self.recorded.append(_Viewed(root, view, operator or "a view"))
 
     def aten(self, name: str, arguments: list, results: list, written: list) -> None:
         """An ATen step: its tensor arguments' and results' slots, and the slots it writes."""
