@@ -699,6 +699,50 @@ class WithConfig(torch.autograd.Function):
 _CONFIG = _Config(3.0, "plain")
 
 
+_tuned_scale_kernel = triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2),
+                                               triton.Config({"BLOCK": 128}, num_warps=4)], key=["n"])(scale_kernel)
+
+
+class KeepsTunedConfig(torch.autograd.Function):
+    """Keeps the config its autotuned forward kernel chose on ctx, and launches its backward with it (Liger's MLP)."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        out = torch.empty_like(x)
+        n = x.numel()
+        _tuned_scale_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](out, x, scale, n)
+        ctx.config, ctx.scale = _tuned_scale_kernel.best_config, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        config, out, n = ctx.config, torch.empty_like(grad), grad.numel()
+        scale_kernel[(triton.cdiv(n, config.kwargs["BLOCK"]),)](out, grad.contiguous(), ctx.scale, n,
+                                                               num_warps=config.num_warps, **config.kwargs)
+        return out, None
+
+
+@tt.op(f"{NS}::keeps_tuned_config")
+def keeps_tuned_config(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return KeepsTunedConfig.apply(x, scale)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_config_an_autotuner_chose_kept_on_ctx_is_native(device):
+    x = torch.randn(300, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outs, grads = _grads_of(keeps_tuned_config, (x, 1.5))
+    with _directly(device):
+        want_outs, want_grads = _grads_of(keeps_tuned_config.fn, (x, 1.5))
+    for got, want in zip([*outs, *grads], [*want_outs, *want_grads]):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    spec = keeps_tuned_config.trace(*_needing_grad((x, 1.5))).backward
+    assert spec.gradient_op, spec.reason
+    (node,) = keeps_tuned_config.gradient_op_named(spec.gradient_op).layout.nodes
+    assert {name for name, _, _ in node.attrs} == {"config", "scale"}
+
+
 @tt.op(f"{NS}::through_aliases")
 def through_aliases(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return _mul_applied(_scale_with_setup_context(a, 2.0), WithConfig.apply(b, _CONFIG))

@@ -157,31 +157,47 @@ def record_setup(setup_context: Callable, inputs: tuple, output, outputs: list) 
     return ctx._recording
 
 
-class _DataclassFields(NamedTuple):
-    """A dataclass instance kept on ctx (a library's config), as a tree: its fields are values of the call (a
-    bool argument, a size) or constants, flattened like any attribute, and the instance is rebuilt from them."""
+class _ObjectFields(NamedTuple):
+    """An object kept on ctx (a library's config dataclass, Triton's ``Config`` an autotuner chose), as a tree: its
+    fields are values of the call (a bool argument, a size) or constants, flattened like any attribute, and the
+    object is rebuilt from them."""
     cls: type
     names: tuple
     values: tuple
 
 
+def _plain_object(value) -> bool:
+    """An instance whose state is its ``__dict__`` and nothing else (no ``__new__``, ``__slots__``, pickling or
+    call of its own): a copy rebuilt from its fields is the same value. A plan keeps what it was traced with (an
+    autotuned config is chosen per plan), so such an object is the same for every call the plan serves."""
+    cls = type(value)
+    return isinstance(getattr(value, "__dict__", None), dict) and cls.__module__ != "builtins" and \
+        cls.__new__ is object.__new__ and cls.__reduce_ex__ is object.__reduce_ex__ and \
+        getattr(cls, "__getstate__", object.__getstate__) is object.__getstate__ and \
+        "__slots__" not in vars(cls) and not callable(value) and \
+        not isinstance(value, (*_CONSTANTS, torch.Tensor, TensorProxy, SymbolicInt, SymbolicFloat))
+
+
 def _as_tree(value, depth: int = 0):
-    """``value`` with each dataclass instance in it (a few levels down) a ``_DataclassFields``."""
+    """``value`` with each dataclass instance or plain object in it (a few levels down) an ``_ObjectFields``."""
     if depth > 3:
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = tuple(f.name for f in dataclasses.fields(value))
-        return _DataclassFields(type(value), names, tuple(_as_tree(getattr(value, n), depth + 1) for n in names))
+        return _ObjectFields(type(value), names, tuple(_as_tree(getattr(value, n), depth + 1) for n in names))
     if type(value) in (tuple, list):
         return type(value)(_as_tree(v, depth + 1) for v in value)
     if type(value) is dict:
         return {k: _as_tree(v, depth + 1) for k, v in value.items()}
+    if _plain_object(value):
+        names = tuple(vars(value))
+        return _ObjectFields(type(value), names, tuple(_as_tree(getattr(value, n), depth + 1) for n in names))
     return value
 
 
 def _from_tree(value):
-    """``_as_tree``'s inverse: each ``_DataclassFields`` an instance again (its fields set as a copy sets them)."""
-    if isinstance(value, _DataclassFields):
+    """``_as_tree``'s inverse: each ``_ObjectFields`` an instance again (its fields set as a copy sets them)."""
+    if isinstance(value, _ObjectFields):
         instance = value.cls.__new__(value.cls)
         for name, v in zip(value.names, value.values):
             object.__setattr__(instance, name, _from_tree(v))
