@@ -55,6 +55,9 @@ class FunctionEntry:
     gpu_only: str = ""
     # Why the library itself refuses these calls on this machine's GPU and Triton ("" if it takes them).
     refused_on_this_gpu: str = ""
+    # Why the library's own gradients are wrong on this machine's GPU and Triton ("" if right): there the op is held
+    # to them bit for bit, and their distance from the torch reference is asserted instead of their closeness.
+    wrong_on_this_gpu: str = ""
     tol_scale: float = 1.0
     # Why the CPU path (torch.compile's and torch.func's too) runs the gradient in Python where CUDA's native node
     # does not (what only the C++ node can keep: values read from the data).

@@ -107,8 +107,13 @@ def test_trains_as_the_library_does(entry, case):
     for k, (got, want) in enumerate(zip(outputs, ref_outputs)):
         if k not in entry.unchecked_outputs and isinstance(want, torch.Tensor):
             _close(got, want, tol, f"{what}: output {k} against torch")
-    for i, got, want in zip(entry.grads, grads, ref_grads):
-        _close(got, want, tol, f"{what}: gradient of argument {i} against torch")
+    if not on_cpu and entry.wrong_on_this_gpu:  # the op's are the library's (above), which are far from torch's
+        assert any(not torch.allclose(g.float(), r.float(), rtol=tol[0], atol=tol[1])
+                   for g, r in zip(want_grads, ref_grads) if g is not None), \
+            f"{what}: the library's gradients are right here; the entry says: {entry.wrong_on_this_gpu}"
+    else:
+        for i, got, want in zip(entry.grads, grads, ref_grads):
+            _close(got, want, tol, f"{what}: gradient of argument {i} against torch")
     if entry.python_backward or case.python_backward or (on_cpu and entry.python_backward_off_cuda):
         return
     assert not python and fallbacks == 0, f"{what}: the gradient ran in Python: {python or fallbacks}"
