@@ -918,6 +918,31 @@ def _gather_kernel(x_ptr, index_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + index, mask=mask), mask=mask)
 
 
+@triton.jit
+def _iota_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, offsets.to(out_ptr.dtype.element_ty), mask=offsets < n)
+
+
+@tt.op(f"{NS}::packed_positions", fallback=False)
+def packed_positions(x: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
+    """An output sized by a 0-d tensor of the data (a varlen library's total length, ``cu_seqlens[-1]``)."""
+    out = torch.empty(cu_seqlens[-1], dtype=x.dtype, device=x.device)
+    _iota_kernel[(triton.cdiv(out.numel(), 64),)](out, out.numel(), BLOCK=64)
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_0d_tensor_as_an_allocation_size_is_a_read_of_the_data(device):
+    x = torch.randn(4, device=device)
+    for ends in ([0, 3, 7], [0, 2, 5, 90]):  # the size is read from the data per call
+        cu_seqlens = torch.tensor(ends, device=device)
+        torch.testing.assert_close(packed_positions(x, cu_seqlens), torch.arange(ends[-1], device=device,
+                                                                                 dtype=x.dtype))
+    plan = packed_positions.trace(x.cpu(), torch.tensor([0, 3, 7]))
+    assert len(plan.reads) == 1 and not plan.fallback
+
+
 def _ends_then_start(x: torch.Tensor) -> torch.Tensor:
     """A table of sizes for the kernel, made on the device as libraries make offset tables."""
     index = torch.tensor([x.numel() - 1, x.numel() - 2, 0], dtype=torch.int32, device=x.device)

@@ -88,6 +88,11 @@ def returned(result) -> list:
     return [] if result is None else list(result) if isinstance(result, (tuple, list)) else [result]
 
 
+def _is_index_dtype(dtype: torch.dtype) -> bool:
+    """Whether torch takes a one-element tensor of ``dtype`` as an index (``Tensor.__index__``): integers only."""
+    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+
+
 class _DeferredZeros(TensorProxy):
     """Zeros allocated in the plan at the first use of their slot (a step, a launch, an
     output), and never if the body only asks their sizes: what a gradient op's body gets for a
@@ -550,6 +555,9 @@ class Tracer(GuardSink, LaunchMode):
             self._device_of(device)
         if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
             size = list(size[0])
+        # torch takes a 0-d integer tensor as an index, its value: a read of the data, as eager's.
+        size = [s.item() if isinstance(s, TensorProxy) and s.dim() == 0 and _is_index_dtype(s.dtype) else s
+                for s in size]
         self._drop_parse_guards(size)
         return self._alloc_in(memory_format or torch.contiguous_format, size, dtype, zero, name)
 
