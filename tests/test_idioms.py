@@ -943,6 +943,31 @@ def test_a_0d_tensor_as_an_allocation_size_is_a_read_of_the_data(device):
     assert len(plan.reads) == 1 and not plan.fallback
 
 
+@torch.library.custom_op(f"{NS}_lib::positives", mutates_args=())
+def _positives(x: torch.Tensor) -> torch.Tensor:
+    """A library's custom op whose result the data sizes: its fake implementation says so with a dynamic size."""
+    return x[x > 0] * 2
+
+
+@_positives.register_fake
+def _(x):
+    return x.new_empty(torch.library.get_ctx().new_dynamic_size())
+
+
+@tt.op(f"{NS}::scaled_positives", fallback=False)
+def scaled_positives(x: torch.Tensor) -> torch.Tensor:
+    return _scaled(_positives(x), 0.5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_custom_op_whose_data_sizes_its_result_is_a_plan_step(device):
+    for n in (10, 37):
+        x = torch.randn(n, device=device)
+        torch.testing.assert_close(scaled_positives(x), x[x > 0])
+    plan = scaled_positives.trace(torch.randn(10))
+    assert [s.name for s in plan.aten_steps] == [f"{NS}_lib::positives"] and not plan.fallback
+
+
 def _ends_then_start(x: torch.Tensor) -> torch.Tensor:
     """A table of sizes for the kernel, made on the device as libraries make offset tables."""
     index = torch.tensor([x.numel() - 1, x.numel() - 2, 0], dtype=torch.int32, device=x.device)

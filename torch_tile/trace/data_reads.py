@@ -29,6 +29,8 @@ from .._plan import ExprOp as Op
 from .expr import SymbolicInt, substitute
 from .stand_ins import is_non_overlapping_and_dense
 
+# The namespaces of torch's own operators (others are registered custom ops).
+_TORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "torch_tile"})
 # Operators that hand one element of a tensor to the host.
 READ_OPERATORS = ("item", "_local_scalar_dense", "is_nonzero")
 _TORCH_TILE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -92,7 +94,9 @@ class _Recording(TorchDispatchMode):
         elif func._schema.name == "aten::equal" and args[0].shape == args[1].shape:
             # What a trace reads of it: whether any element differs (aten_record's ``_equal``).
             self.events.append(DataEvent("read", _site(), "read", int(not out)))
-        elif torch.Tag.dynamic_output_shape in func.tags:
+        elif torch.Tag.dynamic_output_shape in func.tags or func.namespace not in _TORCH_NAMESPACES:
+            # A registered custom op's fake implementation may size its results by the data
+            # (ctx.new_dynamic_size()) without the tag: its results' shapes are recorded too.
             shapes = [(list(t.shape), list(t.stride())) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
             self.events.append(DataEvent("shape", _site(), func._schema.name, shapes))
         return out
