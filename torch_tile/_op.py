@@ -8,7 +8,7 @@ from typing import Callable, Iterable, Optional, Union
 
 import torch
 
-from . import _C, _fallback, _functorch, _interpreter_exit, _op_names, _plan, _training
+from . import _C, _fallback, _functorch, _interpreter_exit, _op_names, _plan, _sharding, _training
 from ._errors import TraceError
 from ._fake import fake_call
 from ._launch_mode import launch_mode
@@ -198,6 +198,15 @@ class TileOp:
             raise TypeError(f"{self.qualname}.register_vmap: the rule must be a callable")
         self.vmap_fn = rule
         _functorch.route(self, self._lib, self._lib_name)
+
+    def register_sharding(self, rule: Union[str, Callable]) -> None:
+        """Declares how the op runs on DTensor arguments, as ``torch.distributed.tensor.experimental.
+        register_sharding``: ``rule(*args, **kwargs)`` (tensors as DTensor specs) returns the acceptable
+        ``(output placements, argument placements)`` pairs; the op then runs on the local shards, and DTensor
+        redistributes only where no pair matches the arguments. Or a shorthand, checked against the op's fake
+        implementation: ``"elementwise"``, ``"rowwise"`` (over the last dimension: norms, softmax, a loss per
+        row) or ``"replicate"`` (every rank runs the op on whole tensors). See ``_sharding.py``."""
+        _sharding.register_sharding(self, rule)
 
     def gradient_op(self, layout: Union[SavedLayout, TapeLayout]) -> "TileOp":
         """The op that computes this op's gradients from what a forward kept in ``layout``: the registered
