@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+import torch.nn as nn
 import triton
 import triton.language as tl
 
@@ -52,26 +53,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _on_ranks(rank: int, port: int) -> None:
+def _on_ranks(rank: int, port: int, checks) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     try:
-        _checks()
+        checks(rank)
     finally:
         dist.destroy_process_group()
 
 
-def _checks() -> None:
+def _spawn(checks) -> None:
+    """``checks(rank)`` in each of WORLD processes of one gloo group (an error in any fails the test)."""
+    mp.spawn(_on_ranks, args=(_free_port(), checks), nprocs=WORLD)
+
+
+def _sharding_checks(rank: int) -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
     from torch_tile import kernels as K
-    from torch_tile.kernels.softmax_backward import softmax_backward
 
-    K.add.register_sharding("elementwise")
-    K.softmax.register_sharding("rowwise")
-    softmax_backward.register_sharding("rowwise")
-    K.rms_norm.register_sharding("rowwise")
+    K.register_sharding_rules()
     row_sum.register_sharding("rowwise")
     row_sum_as_elementwise.register_sharding("elementwise")
     mesh = init_device_mesh("cpu", (WORLD,))
@@ -113,7 +115,7 @@ def _checks() -> None:
 
 
 def test_tile_ops_run_on_dtensor_shards_as_their_sharding_rules_say():
-    mp.spawn(_on_ranks, args=(_free_port(),), nprocs=WORLD)
+    _spawn(_sharding_checks)
 
 
 def test_a_sharding_rule_is_a_callable_or_a_shorthand():
@@ -121,3 +123,101 @@ def test_a_sharding_rule_is_a_callable_or_a_shorthand():
         row_sum.register_sharding("columnwise")
     with pytest.raises(TypeError, match="the rule must be a callable"):
         row_sum.register_sharding(3)
+    with pytest.raises(ValueError, match=r"partial=\(1,\) must name outputs \(0 to 0\)"):
+        row_sum.register_sharding("rowwise", partial=(1,))
+    with pytest.raises(ValueError, match="partial= is for the rowwise shorthand"):
+        row_sum.register_sharding("elementwise", partial=(0,))
+
+
+class _RMSNorm(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return torch.ops.tile.rms_norm(x, self.weight)[0]
+
+
+class _Block(nn.Module):
+    """A decoder-style block over (tokens, dim) whose norm and activation are tile ops (with native backward ops)."""
+
+    def __init__(self, dim: int = 16, hidden: int = 32):
+        super().__init__()
+        self.norm = _RMSNorm(dim)
+        self.gate, self.up = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        h = self.norm(x)
+        return x + self.down(torch.ops.tile.swiglu(self.gate(h), self.up(h)))
+
+
+def _model(dtype=torch.float32) -> nn.Module:
+    torch.manual_seed(0)  # the same weights on every rank and for the reference
+    from torch_tile import kernels  # noqa: F401  (registers tile::rms_norm, tile::swiglu)
+    return nn.Sequential(_Block(), _Block()).to(dtype)
+
+
+def _loss(model: nn.Module, x: torch.Tensor, checkpointed: bool = False) -> torch.Tensor:
+    for block in model:
+        x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) if checkpointed else block(x)
+    return x.float().pow(2).sum()
+
+
+def _fsdp_checks(rank: int) -> None:
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    x = torch.randn(10, 16, generator=torch.Generator().manual_seed(1))
+    for mixed, checkpointed in ((False, False), (True, True)):
+        reference, model = _model(), _model()
+        policy = MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32) if mixed else \
+            MixedPrecisionPolicy()
+        for block in model:
+            fully_shard(block, mp_policy=policy)
+        fully_shard(model, mp_policy=policy)
+        _loss(model, x.chunk(WORLD)[rank], checkpointed).backward()  # each rank its half of the tokens
+        _loss(reference.to(torch.float16) if mixed else reference, x.to(torch.float16) if mixed else x).backward()
+        tol = dict(rtol=2e-2, atol=2e-2) if mixed else dict(rtol=1e-5, atol=1e-5)
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            # FSDP2 averages the ranks' gradients: the reference's (the whole batch's) over the world's size.
+            torch.testing.assert_close(p.grad.full_tensor(), q.grad.float() / WORLD, **tol, msg=name)
+
+
+def test_fsdp2_trains_a_model_of_tile_ops_as_one_process_does():
+    """fully_shard per block and over the model, eager; then with mixed precision and activation checkpointing."""
+    _spawn(_fsdp_checks)
+
+
+def _tensor_parallel_checks(rank: int) -> None:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel,
+                                                   parallelize_module)
+
+    from torch_tile import kernels as K
+
+    K.register_sharding_rules()
+    mesh = init_device_mesh("cpu", (WORLD,))
+    reference, model = _model(), _model()
+    for block in model:
+        # The norm sequence parallel (its input and output sharded over the tokens), gate/up column-wise (their
+        # input gathered), down row-wise (its output reduce-scattered over the tokens again).
+        parallelize_module(block, mesh, {
+            "norm": SequenceParallel(sequence_dim=0), "gate": ColwiseParallel(input_layouts=Shard(0)),
+            "up": ColwiseParallel(input_layouts=Shard(0)),
+            "down": RowwiseParallel(output_layouts=Shard(0), use_local_output=False),
+        })
+    x = torch.randn(10, 16, generator=torch.Generator().manual_seed(1))
+    out = model(distribute_tensor(x, mesh, [Shard(0)]))
+    assert out.placements == (Shard(0),)
+    out.full_tensor().pow(2).sum().backward()
+    want = _loss(reference, x)
+    want.backward()
+    torch.testing.assert_close(out.full_tensor().pow(2).sum(), want, rtol=1e-5, atol=1e-4)
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
+        torch.testing.assert_close(grad, q.grad, rtol=1e-5, atol=1e-5, msg=name)
+
+
+def test_tensor_and_sequence_parallel_blocks_of_tile_ops_train_as_one_process_does():
+    _spawn(_tensor_parallel_checks)

@@ -199,14 +199,15 @@ class TileOp:
         self.vmap_fn = rule
         _functorch.route(self, self._lib, self._lib_name)
 
-    def register_sharding(self, rule: Union[str, Callable]) -> None:
+    def register_sharding(self, rule: Union[str, Callable], *, partial: tuple = ()) -> None:
         """Declares how the op runs on DTensor arguments, as ``torch.distributed.tensor.experimental.
         register_sharding``: ``rule(*args, **kwargs)`` (tensors as DTensor specs) returns the acceptable
         ``(output placements, argument placements)`` pairs; the op then runs on the local shards, and DTensor
         redistributes only where no pair matches the arguments. Or a shorthand, checked against the op's fake
         implementation: ``"elementwise"``, ``"rowwise"`` (over the last dimension: norms, softmax, a loss per
-        row) or ``"replicate"`` (every rank runs the op on whole tensors). See ``_sharding.py``."""
-        _sharding.register_sharding(self, rule)
+        row; ``partial``: the outputs that are sums over the rows, such as a norm's weight gradient) or
+        ``"replicate"`` (every rank runs the op on whole tensors). See ``_sharding.py``."""
+        _sharding.register_sharding(self, rule, partial)
 
     def gradient_op(self, layout: Union[SavedLayout, TapeLayout]) -> "TileOp":
         """The op that computes this op's gradients from what a forward kept in ``layout``: the registered

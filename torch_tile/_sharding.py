@@ -15,7 +15,8 @@ assumes raises, naming it):
   dimensions (a broadcast argument, or a dimension of size one, replicated).
 * ``"rowwise"``: the op works on rows, the last dimension of its first tensor argument (norms, softmax, a loss per
   row): any leading dimension may be sharded, in every tensor (argument or output) whose shape starts with those
-  leading dimensions; other tensors (a weight over the last dimension) are replicated.
+  leading dimensions; other tensors (a weight over the last dimension) are replicated. ``partial``: the outputs
+  that are sums over the rows (a norm's weight gradient): partial sums on each rank where the rows are sharded.
 * ``"replicate"``: no sharding: DTensor gathers the arguments and every rank runs the op on whole tensors.
 """
 
@@ -31,13 +32,18 @@ if TYPE_CHECKING:
 SHORTHANDS = ("elementwise", "rowwise", "replicate")
 
 
-def register_sharding(op: "TileOp", rule: Union[str, Callable]) -> None:
+def register_sharding(op: "TileOp", rule: Union[str, Callable], partial: tuple = ()) -> None:
     """Registers ``rule`` (a callable as torch's ``register_sharding`` takes, or a shorthand's name) for ``op``."""
+    if partial and rule != "rowwise":
+        raise ValueError(f"{op.qualname}.register_sharding: partial= is for the rowwise shorthand")
+    if any(not isinstance(k, int) or not 0 <= k < op.num_returns for k in partial):
+        raise ValueError(f"{op.qualname}.register_sharding: partial={partial!r} must name outputs (0 to "
+                         f"{op.num_returns - 1})")
     if isinstance(rule, str):
         if rule not in SHORTHANDS:
             raise ValueError(f"{op.qualname}.register_sharding: unknown shorthand {rule!r}; expected one of "
                              f"{', '.join(SHORTHANDS)}, or a callable rule")
-        rule = _shorthand(op, rule)
+        rule = _shorthand(op, rule, tuple(partial))
     elif not callable(rule):
         raise TypeError(f"{op.qualname}.register_sharding: the rule must be a callable or one of "
                         f"{', '.join(SHORTHANDS)}; got {type(rule).__name__}")
@@ -49,18 +55,18 @@ def register_sharding(op: "TileOp", rule: Union[str, Callable]) -> None:
     torch_register_sharding(op.overload)(rule)
 
 
-def _shorthand(op: "TileOp", kind: str) -> Callable:
+def _shorthand(op: "TileOp", kind: str, partial: tuple) -> Callable:
     def rule(*args, **kwargs):
         from torch.distributed.tensor import Replicate
 
-        specs = [a for a in args if _is_spec(a)]
-        placements_of = _elementwise if kind == "elementwise" else _rowwise
-        outputs = _fake_output_shapes(op, args, kwargs) if kind != "replicate" else []
-        pairs = [([Replicate()] * max(len(outputs), op.num_returns),
-                  [Replicate() if _is_spec(a) else None for a in args])]
-        if kind != "replicate":
-            pairs += placements_of(op, [tuple(s.shape) for s in specs], outputs, args)
-        return pairs
+        pairs = [([Replicate()] * op.num_returns, [Replicate() if _is_spec(a) else None for a in args])]
+        if kind == "replicate":
+            return pairs
+        shapes = [tuple(a.shape) for a in args if _is_spec(a)]
+        outputs = _fake_output_shapes(op, args, kwargs)
+        if kind == "elementwise":
+            return pairs + _elementwise(op, shapes, outputs, args)
+        return pairs + _rowwise(op, shapes, outputs, args, partial)
 
     rule.__qualname__ = f"{op.qualname}:{kind}"
     return rule
@@ -109,21 +115,21 @@ def _elementwise(op: "TileOp", shapes: list[tuple], outputs: list[tuple], args: 
     return pairs
 
 
-def _rowwise(op: "TileOp", shapes: list[tuple], outputs: list[tuple], args: tuple) -> list:
-    from torch.distributed.tensor import Replicate, Shard
+def _rowwise(op: "TileOp", shapes: list[tuple], outputs: list[tuple], args: tuple, partial: tuple) -> list:
+    from torch.distributed.tensor import Partial, Replicate, Shard
 
     if not shapes or len(shapes[0]) < 2:
         return []  # no leading dimension to shard
     rows = shapes[0][:-1]
     for k, out in enumerate(outputs):
-        if out[:len(rows)] != rows:
+        if out[:len(rows)] != rows and k not in partial:
             raise ValueError(f"{op.qualname}: its sharding is declared rowwise, but output {k} has shape "
                              f"{list(out)}, which does not start with the rows {list(rows)} of its first tensor "
-                             "argument (its fake implementation says so): declare another rule")
+                             "argument (its fake implementation says so): declare it partial=, or another rule")
 
     def placement(shape: tuple, d: int):
         return Shard(d) if shape[:len(rows)] == rows else Replicate()
 
-    return [([placement(out, d) for out in outputs],
+    return [([Partial() if k in partial else placement(out, d) for k, out in enumerate(outputs)],
              [placement(tuple(a.shape), d) if _is_spec(a) else None for a in args])
             for d in range(len(rows)) if rows[d] > 1]

@@ -22,6 +22,9 @@ Training kernels (forward and backward ops; the forwards have autograd):
 * ``tile::cross_entropy``: per-row cross-entropy loss and logsumexp, returning (loss, lse)
 * ``tile::cross_entropy_backward``: gradient of the per-row loss with respect to the logits
 * ``tile::layer_norm_backward``: (grad_x, grad_weight, grad_bias) of layer_norm
+
+``register_sharding_rules()`` gives the training kernels and ``tile::add`` DTensor sharding rules (tensor and
+sequence parallel).
 """
 
 from .add import add, add_, add_kernel
@@ -44,5 +47,16 @@ __all__ = [
     "rms_norm", "rms_norm_backward", "softmax_backward", "swiglu", "swiglu_backward",
     "cross_entropy", "cross_entropy_backward", "layer_norm_backward",
     "layer_norm_pdl", "layer_norm_stats_kernel", "layer_norm_apply_kernel", "sum_cooperative", "sum_cooperative_kernel",
-    "matmul_tma", "matmul_tma_kernel",
+    "matmul_tma", "matmul_tma_kernel", "register_sharding_rules",
 ]
+
+
+def register_sharding_rules() -> None:
+    """DTensor sharding rules of the elementwise and row-wise ops and their backward ops (rows may be sharded;
+    weight gradients are partial sums where they are). Imports torch.distributed.tensor."""
+    for op in (add, swiglu, swiglu_backward):
+        op.register_sharding("elementwise")
+    for op in (softmax, softmax_backward, rms_norm, layer_norm, cross_entropy, cross_entropy_backward):
+        op.register_sharding("rowwise")
+    rms_norm_backward.register_sharding("rowwise", partial=(1,))
+    layer_norm_backward.register_sharding("rowwise", partial=(1, 2))
