@@ -268,18 +268,24 @@ def _grads_of(fn, args, seed: int = 0):
     return [o.detach() for o in outs], [a.grad for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_gradients_equal_the_functions_applied_directly(case, device):
-    op, make = CASES[case]
-    args = make(device)
+def _assert_native_as_applied_directly(op, args, device: str) -> None:
+    """``op``'s outputs and gradients, with no fallback and no backward in Python (warnings are errors), equal bit
+    for bit to its body's with the Functions applied directly."""
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no fallback, no backward in Python
+        warnings.simplefilter("error")
         outs, grads = _grads_of(op, args)
     with _directly(device):
         want_outs, want_grads = _grads_of(op.fn, args)
     for got, want in zip([*outs, *grads], [*want_outs, *want_grads]):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gradients_equal_the_functions_applied_directly(case, device):
+    op, make = CASES[case]
+    args = make(device)
+    _assert_native_as_applied_directly(op, args, device)
     plan = op.trace(*_needing_grad(args))
     assert plan.backward is not None and plan.backward.gradient_op, plan.backward and plan.backward.reason
 
@@ -730,13 +736,7 @@ def keeps_tuned_config(x: torch.Tensor, scale: float) -> torch.Tensor:
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_config_an_autotuner_chose_kept_on_ctx_is_native(device):
     x = torch.randn(300, device=device)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        outs, grads = _grads_of(keeps_tuned_config, (x, 1.5))
-    with _directly(device):
-        want_outs, want_grads = _grads_of(keeps_tuned_config.fn, (x, 1.5))
-    for got, want in zip([*outs, *grads], [*want_outs, *want_grads]):
-        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    _assert_native_as_applied_directly(keeps_tuned_config, (x, 1.5), device)
     spec = keeps_tuned_config.trace(*_needing_grad((x, 1.5))).backward
     assert spec.gradient_op, spec.reason
     (node,) = keeps_tuned_config.gradient_op_named(spec.gradient_op).layout.nodes
@@ -751,13 +751,7 @@ def through_aliases(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("device", DEVICES)
 def test_functions_applied_through_aliases_and_keeping_objects_are_native(device):
     a, b = torch.randn(50, device=device), torch.randn(50, device=device)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        outs, grads = _grads_of(through_aliases, (a, b))
-    with _directly(device):
-        want_outs, want_grads = _grads_of(through_aliases.fn, (a, b))
-    for got, want in zip([*outs, *grads], [*want_outs, *want_grads]):
-        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    _assert_native_as_applied_directly(through_aliases, (a, b), device)
     spec = through_aliases.trace(*_needing_grad((a, b))).backward
     layout = through_aliases.gradient_op_named(spec.gradient_op).layout
     assert [node.function.__name__ for node in layout.nodes if hasattr(node, "function")] == \
