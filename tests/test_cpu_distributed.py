@@ -221,3 +221,21 @@ def _tensor_parallel_checks(rank: int) -> None:
 
 def test_tensor_and_sequence_parallel_blocks_of_tile_ops_train_as_one_process_does():
     _spawn(_tensor_parallel_checks)
+
+
+def test_the_distributed_step_benchmark_runs_over_gloo(tmp_path):
+    """benchmarks/distributed_step.py's own code (FSDP2 and tensor parallel), two ranks on CPU, a smoke run."""
+    import json
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.path.join(root, "benchmarks")])}
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD),
+                    "--master-port", str(_free_port()), os.path.join(root, "benchmarks", "distributed_step.py"),
+                    "--device", "cpu", "--steps", "1", "--tokens", "16", "--out", str(tmp_path)],
+                   env=env, check=True, capture_output=True, timeout=300)
+    result = json.loads((tmp_path / "distributed_step.json").read_text())
+    for plan in ("fsdp2", "tp"):
+        assert set(result["plans"][plan]["ms_per_step"]) >= {"tile ops", "torch eager"}
+        assert result["plans"][plan]["fallback_calls_per_tile_step"] == 0
