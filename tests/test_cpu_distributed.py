@@ -168,14 +168,16 @@ def _fsdp_checks(rank: int) -> None:
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     x = torch.randn(10, 16, generator=torch.Generator().manual_seed(1))
-    for mixed, checkpointed in ((False, False), (True, True)):
+    for mixed, checkpointed, compiled in ((False, False, False), (True, True, False), (False, False, True)):
         reference, model = _model(), _model()
         policy = MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32) if mixed else \
             MixedPrecisionPolicy()
         for block in model:
             fully_shard(block, mp_policy=policy)
         fully_shard(model, mp_policy=policy)
-        _loss(model, x.chunk(WORLD)[rank], checkpointed).backward()  # each rank its half of the tokens
+        local = x.chunk(WORLD)[rank]  # each rank its half of the tokens
+        loss = torch.compile(model)(local).float().pow(2).sum() if compiled else _loss(model, local, checkpointed)
+        loss.backward()
         _loss(reference.to(torch.float16) if mixed else reference, x.to(torch.float16) if mixed else x).backward()
         tol = dict(rtol=2e-2, atol=2e-2) if mixed else dict(rtol=1e-5, atol=1e-5)
         for (name, p), q in zip(model.named_parameters(), reference.parameters()):
@@ -184,7 +186,8 @@ def _fsdp_checks(rank: int) -> None:
 
 
 def test_fsdp2_trains_a_model_of_tile_ops_as_one_process_does():
-    """fully_shard per block and over the model, eager; then with mixed precision and activation checkpointing."""
+    """fully_shard per block and over the model, eager; with mixed precision and activation checkpointing; under
+    torch.compile."""
     _spawn(_fsdp_checks)
 
 
@@ -198,28 +201,31 @@ def _tensor_parallel_checks(rank: int) -> None:
 
     K.register_sharding_rules()
     mesh = init_device_mesh("cpu", (WORLD,))
-    reference, model = _model(), _model()
-    for block in model:
-        # The norm sequence parallel (its input and output sharded over the tokens), gate/up column-wise (their
-        # input gathered), down row-wise (its output reduce-scattered over the tokens again).
-        parallelize_module(block, mesh, {
-            "norm": SequenceParallel(sequence_dim=0), "gate": ColwiseParallel(input_layouts=Shard(0)),
-            "up": ColwiseParallel(input_layouts=Shard(0)),
-            "down": RowwiseParallel(output_layouts=Shard(0), use_local_output=False),
-        })
     x = torch.randn(10, 16, generator=torch.Generator().manual_seed(1))
-    out = model(distribute_tensor(x, mesh, [Shard(0)]))
-    assert out.placements == (Shard(0),)
-    out.full_tensor().pow(2).sum().backward()
-    want = _loss(reference, x)
-    want.backward()
-    torch.testing.assert_close(out.full_tensor().pow(2).sum(), want, rtol=1e-5, atol=1e-4)
-    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
-        grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
-        torch.testing.assert_close(grad, q.grad, rtol=1e-5, atol=1e-5, msg=name)
+    for compiled in (False, True):
+        reference, model = _model(), _model()
+        for block in model:
+            # The norm sequence parallel (its input and output sharded over the tokens), gate/up column-wise
+            # (their input gathered), down row-wise (its output reduce-scattered over the tokens again).
+            parallelize_module(block, mesh, {
+                "norm": SequenceParallel(sequence_dim=0), "gate": ColwiseParallel(input_layouts=Shard(0)),
+                "up": ColwiseParallel(input_layouts=Shard(0)),
+                "down": RowwiseParallel(output_layouts=Shard(0), use_local_output=False),
+            })
+        out = (torch.compile(model, fullgraph=True) if compiled else model)(distribute_tensor(x, mesh, [Shard(0)]))
+        assert out.placements == (Shard(0),)
+        loss = out.float().pow(2).sum().full_tensor()
+        loss.backward()
+        want = _loss(reference, x)
+        want.backward()
+        torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-4)
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            grad = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
+            torch.testing.assert_close(grad, q.grad, rtol=1e-5, atol=1e-5, msg=name)
 
 
 def test_tensor_and_sequence_parallel_blocks_of_tile_ops_train_as_one_process_does():
+    """Eager, then under torch.compile(fullgraph=True)."""
     _spawn(_tensor_parallel_checks)
 
 
