@@ -232,6 +232,12 @@ def views_of_views(x: torch.Tensor) -> torch.Tensor:
     return y.transpose(0, 1)[2:].view_as(y.transpose(0, 1)[2:])
 
 
+@tt.op(f"{NS}::detached_result")
+def detached_result(x: torch.Tensor) -> torch.Tensor:
+    """A Function applied, and none of the op's outputs depends on it as autograd sees it."""
+    return Scale.apply(x, 2.0).detach()
+
+
 def _directly(device: str):
     """Where the Functions, applied without torch_tile, run their kernels: the GPU, or Triton's interpreter."""
     return launch_mode(InterpretLaunches()) if device == "cpu" else contextlib.nullcontext()
@@ -288,6 +294,19 @@ def test_gradients_equal_the_functions_applied_directly(case, device):
     _assert_native_as_applied_directly(op, args, device)
     plan = op.trace(*_needing_grad(args))
     assert plan.backward is not None and plan.backward.gradient_op, plan.backward and plan.backward.reason
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_outputs_that_depend_on_no_function_leave_autograd_to_decide(device):
+    x = torch.randn(30, device=device)
+    spec = detached_result.trace(*_needing_grad((x,))).backward
+    assert not spec.gradient_op and "no output depends" in spec.reason
+    leaf = x.clone().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said once: the body runs under autograd
+        out = detached_result(leaf)
+    torch.testing.assert_close(out, 2 * x)
+    assert not out.requires_grad
 
 
 @pytest.mark.parametrize("device", DEVICES)

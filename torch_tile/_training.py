@@ -229,7 +229,10 @@ class _Interpreted(torch.autograd.Function):
         # returned once: autograd sums what positions of one tensor get).
         ctx.positions = [id(v) if id(v) not in (id(u) for u in differentiable_values[:k]) else None
                          for k, v in enumerate(differentiable_values)]
-        return tuple(o.detach() for o in outputs)
+        detached = tuple(o.detach() for o in outputs)
+        # An output autograd does not track in the body (detached, integer) is none here either, as in eager.
+        ctx.mark_non_differentiable(*(d for d, o in zip(detached, outputs) if not o.requires_grad))
+        return detached
 
     @staticmethod
     def backward(ctx, *grads):

@@ -332,6 +332,11 @@ class FunctionTape:
             if slot is not None and slot in self.untraceable:
                 raise NotNative(self.untraceable[slot])
             output_values.append(slot if slot in self.depends else None)
+        if all(v is None for v in output_values):
+            # The body applied Functions to tensors needing a gradient, and the tape sees none of its outputs
+            # depend on them: a gradient op would pass none back. Autograd's own bookkeeping decides instead.
+            raise NotNative("no output depends on what the Functions the body applies compute (as the trace "
+                            "sees it)")
         saver = ValueSaver(self.tracer)
         nodes: list[Node] = []
         kept: list = []  # the kept tensors, as stand-ins (where the Python path takes each from)
