@@ -104,8 +104,8 @@ void run_aten_step(const AtenStep& step, const CallArgs& args,
     }
   }
   // The tensors among the returns, in order, as the trace recorded them (Python's tree leaves): an undefined
-  // tensor (convolution_backward's masked gradients) is None there, a Tensor[] return its items. A step that
-  // writes its arguments keeps none of what it returns (the written arguments themselves).
+  // tensor (convolution_backward's masked gradients) is None there, a Tensor[] or Tensor?[] return its items.
+  // A step that writes its arguments keeps none of what it returns (the written arguments themselves).
   results.clear();
   if (step.num_outputs == 0) return;
   const auto take = [&](at::Tensor t) {
@@ -114,8 +114,10 @@ void run_aten_step(const AtenStep& step, const CallArgs& args,
   for (c10::IValue& v : stack) {
     if (v.isTensor()) {
       take(std::move(v).toTensor());
-    } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorVector()) take(t);
+    } else if (v.isList()) {  // Tensor[] or Tensor?[]
+      for (const c10::IValue& item : v.toListRef()) {
+        if (item.isTensor()) take(item.toTensor());
+      }
     }
   }
   if (results.size() != size_t(step.num_outputs)) {
