@@ -238,6 +238,12 @@ def detached_result(x: torch.Tensor) -> torch.Tensor:
     return Scale.apply(x, 2.0).detach()
 
 
+@tt.op(f"{NS}::views_of_a_product")
+def views_of_a_product(x: torch.Tensor) -> torch.Tensor:
+    """Views of views of a tensor computed from a Function's output by another operation (no tape's)."""
+    return (Scale.apply(x, 2.0) * x).t()[1:]
+
+
 def _directly(device: str):
     """Where the Functions, applied without torch_tile, run their kernels: the GPU, or Triton's interpreter."""
     return launch_mode(InterpretLaunches()) if device == "cpu" else contextlib.nullcontext()
@@ -294,6 +300,19 @@ def test_gradients_equal_the_functions_applied_directly(case, device):
     _assert_native_as_applied_directly(op, args, device)
     plan = op.trace(*_needing_grad(args))
     assert plan.backward is not None and plan.backward.gradient_op, plan.backward and plan.backward.reason
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_views_of_a_tensor_the_tape_cannot_differentiate_say_why(device):
+    x = torch.randn(6, 5, device=device)
+    spec = views_of_a_product.trace(*_needing_grad((x,))).backward
+    assert not spec.gradient_op and "`aten::mul`" in spec.reason, spec.reason
+    leaf = x.clone().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said once: the body runs under autograd
+        views_of_a_product(leaf).sum().backward()
+    torch.testing.assert_close(leaf.grad, 4 * x * torch.ones(5, 6, device=device).t().index_fill(
+        1, torch.tensor([0], device=device), 0.0))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -53,6 +53,10 @@ _Function = torch.autograd.Function
 _CONVERSIONS = frozenset({"aten::clone", "aten::_to_copy", "aten::to", "aten::contiguous"})
 # View operators whose result needs no gradient (autograd does not record them).
 _NOT_DIFFERENTIABLE_VIEWS = frozenset({"aten::detach"})
+# Operators whose results take only their arguments' metadata: eager tracks no gradient through them.
+_NO_GRADIENT = frozenset({f"aten::{name}" for name in (
+    "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like", "new_empty",
+    "new_empty_strided", "new_zeros", "new_ones", "new_full")})
 
 
 def differentiable(dtype: torch.dtype) -> bool:
@@ -246,10 +250,11 @@ class FunctionTape:
         decided with the layout (``_view_node``): a body that applies no Function gets no guard from it."""
         if _depth() > 0 or base._slot not in self.depends:
             return
-        if base._slot in self.untraceable:
-            self.untraceable[view._slot] = self.untraceable[base._slot]
-            return
         if operator in _NOT_DIFFERENTIABLE_VIEWS or not differentiable(view.dtype):
+            return
+        if base._slot in self.untraceable:  # as untraceable as its base, and needing a gradient as it does
+            self.untraceable[view._slot] = self.untraceable[base._slot]
+            self.depends[view._slot] = self.depends[base._slot]
             return
         self.depends[view._slot], self.dtypes[view._slot] = self.depends[base._slot], view.dtype
         # Its gradient goes to the root directly: a transposed base's slice is a view of the contiguous root.
@@ -262,7 +267,7 @@ class FunctionTape:
         if _depth() > 0:
             return
         involved = [s for s in arguments if s in self.depends]
-        if not involved:
+        if not involved or name in _NO_GRADIENT:
             return
         site = f"`{name}` at {body_location(*self.tracer.op.sources)}"
         for slot in written:
