@@ -244,6 +244,26 @@ def views_of_a_product(x: torch.Tensor) -> torch.Tensor:
     return (Scale.apply(x, 2.0) * x).t()[1:]
 
 
+class KeepsAnAlias(torch.autograd.Function):
+    """Keeps its weight converted to its own dtype (fla's LayerNormLinear does): the weight itself, in eager."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        w = w.to(x.dtype)
+        ctx.save_for_backward(w)
+        return _mul(x, w)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (w,) = ctx.saved_tensors
+        return _mul(grad.contiguous(), w), None
+
+
+@tt.op(f"{NS}::keeps_an_alias")
+def keeps_an_alias(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return KeepsAnAlias.apply(x, w)
+
+
 def _directly(device: str):
     """Where the Functions, applied without torch_tile, run their kernels: the GPU, or Triton's interpreter."""
     return launch_mode(InterpretLaunches()) if device == "cpu" else contextlib.nullcontext()
@@ -313,6 +333,17 @@ def test_views_of_a_tensor_the_tape_cannot_differentiate_say_why(device):
         views_of_a_product(leaf).sum().backward()
     torch.testing.assert_close(leaf.grad, 4 * x * torch.ones(5, 6, device=device).t().index_fill(
         1, torch.tensor([0], device=device), 0.0))
+
+
+def test_the_forward_op_keeps_what_the_tape_keeps_whoever_traces_it():
+    """Its CUDA kernel traces it below autograd, where torch makes ``w.to(w.dtype)`` an alias rather than ``w``."""
+    values = keeps_an_alias._values(tuple(_needing_grad((torch.randn(40), torch.randn(40)))))
+    call, why = tape_call(keeps_an_alias, values)
+    assert call is not None, why
+    mask = sum(1 << i for i, v in enumerate(call.layout.arguments) if v is not None)
+    with torch._C._AutoDispatchBelowADInplaceOrView():
+        plan = keeps_an_alias.forward_op()._trace((*values, mask), True)
+    assert len(plan.outputs) == 1 + call.layout.num_extras
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Optional, Union
 import torch
 
 from . import _C, _fallback, _functorch, _interpreter_exit, _op_names, _plan, _sharding, _training
+from ._dispatch_keys import with_autograd_keys
 from ._errors import TraceError
 from ._fake import fake_call
 from ._launch_mode import launch_mode
@@ -359,13 +360,21 @@ class TileOp:
                 self._runs_eagerly(e)
             raise
 
+    def _run(self, tracer: Tracer) -> _C.LaunchPlan:
+        """``tracer``'s trace; a forward op's with autograd's dispatch keys, whoever asked for it (its CUDA kernel
+        runs below them), as the run and the trace its tape's layout comes from see them (see _dispatch_keys.py)."""
+        if self.forward_of is None:
+            return tracer.run()
+        with with_autograd_keys():
+            return tracer.run()
+
     def _traced(self, tracer: Tracer, fall_back: bool = True, may_leave: bool = True) -> _C.LaunchPlan:
         """``tracer``'s plan; where the body does what no plan holds, a fallback plan (if ``fall_back`` and the op
         allows it). ``may_leave``: whether the plan may have data checks (calls that fail one run the body)."""
         body_error = None  # what the body itself raised for this call while its data values were learned
         try:
             try:
-                plan = tracer.run()
+                plan = self._run(tracer)
             except NeedsDataValues:  # learn what the body reads from this call's data, then trace again
                 # As a call that runs the body runs it: with the caller's autograd (a body may take gradients).
                 # A backward may write what it is given in place (a gradient, a saved buffer): a gradient op's run
@@ -384,7 +393,7 @@ class TileOp:
                 again = tracer.again(values)
                 tracer.release()
                 tracer = again
-                plan = tracer.run()
+                plan = self._run(tracer)
             tracer.check_own_call(plan)
             if plan.checks and not may_leave:
                 raise tracer.error(f"the body decides on values read from the data (`{plan.checks[0].condition.text}`"

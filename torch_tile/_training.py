@@ -23,6 +23,7 @@ from torch._subclasses.fake_tensor import is_fake
 from torch.utils._python_dispatch import _disable_current_modes
 
 from . import _fallback, _functorch
+from ._dispatch_keys import with_autograd_keys
 from ._fake import all_hinted, hinted, scalars_of
 from ._launch_mode import launch_mode
 from .frontends.frontend import InterpretLaunches
@@ -59,27 +60,13 @@ def forward_body(op: "TileOp") -> Callable:
         leaves = tuple(v.detach().requires_grad_(bool(mask >> i & 1)) if isinstance(v, torch.Tensor) and
                        differentiable(v.dtype) else v for i, v in enumerate(values))
         tape = EagerTape()
-        with _with_autograd(), inlined_calls(), recording_functions(tape), torch.enable_grad():
+        with with_autograd_keys(), inlined_calls(), recording_functions(tape), torch.enable_grad():
             result = op.call_body(leaves)
         outputs = returned(result)
         extras = tape.extras(leaves, outputs)  # told from the outputs by identity, before they are detached
         return [*(o.detach() if isinstance(o, torch.Tensor) else o for o in outputs), *extras]
 
     return body
-
-
-# The dispatch keys of autograd, which a kernel's call (this one's caller) runs below.
-_AUTOGRAD_KEYS = (torch._C.DispatchKey.ADInplaceOrView, torch._C.DispatchKey.AutogradFunctionality,
-                  torch._C.DispatchKey.AutogradOther, torch._C.DispatchKey.AutogradNestedTensor)
-
-
-def _with_autograd():
-    """The dispatch keys as they are, but with autograd's: within an op's kernel, a real run of its body records
-    what autograd records (the caller's other keys, its dispatch modes, stay as the kernel has them)."""
-    exclude = torch._C._dispatch_tls_local_exclude_set()
-    for key in _AUTOGRAD_KEYS:
-        exclude = exclude.remove(key)
-    return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude)
 
 
 @dataclass(frozen=True)
