@@ -178,21 +178,25 @@ def _plain_object(value) -> bool:
         not isinstance(value, (*_CONSTANTS, torch.Tensor, TensorProxy, SymbolicInt, SymbolicFloat))
 
 
+def _field_names(value) -> Optional[tuple]:
+    """The fields ``value`` is rebuilt from, if it is a dataclass instance or a plain object (else None)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return tuple(f.name for f in dataclasses.fields(value))
+    return tuple(vars(value)) if _plain_object(value) else None
+
+
 def _as_tree(value, depth: int = 0):
     """``value`` with each dataclass instance or plain object in it (a few levels down) an ``_ObjectFields``."""
     if depth > 3:
         return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = tuple(f.name for f in dataclasses.fields(value))
-        return _ObjectFields(type(value), names, tuple(_as_tree(getattr(value, n), depth + 1) for n in names))
     if type(value) in (tuple, list):
         return type(value)(_as_tree(v, depth + 1) for v in value)
     if type(value) is dict:
         return {k: _as_tree(v, depth + 1) for k, v in value.items()}
-    if _plain_object(value):
-        names = tuple(vars(value))
-        return _ObjectFields(type(value), names, tuple(_as_tree(getattr(value, n), depth + 1) for n in names))
-    return value
+    names = _field_names(value)
+    if names is None:
+        return value
+    return _ObjectFields(type(value), names, tuple(_as_tree(getattr(value, n), depth + 1) for n in names))
 
 
 def _from_tree(value):
