@@ -14,6 +14,7 @@ the same code. Writes distributed_step.json and distributed_step.png to --out.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import time
@@ -119,12 +120,8 @@ def main() -> None:
     mesh = init_device_mesh(args.device, (world,))
     K.register_sharding_rules()
     kinds = ["tile ops", "torch eager"]
-    try:
-        import liger_kernel  # noqa: F401
-
-        kinds.append("Liger") if on_gpu else None  # Liger's kernels need a GPU
-    except ImportError:
-        pass
+    if on_gpu and importlib.util.find_spec("liger_kernel") is not None:  # Liger's kernels need a GPU
+        kinds.append("Liger")
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     result, rows = {"world": world, "device": args.device, "plans": {}}, {}
     for plan in ("fsdp2", "tp"):
