@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 from typing import Any
 
@@ -43,6 +44,9 @@ from .state import body_location
 A = _plan.AtenArgKind
 
 # Operators that change a tensor's metadata in place: a plan's slots keep theirs.
+# torch's error where a C++ kernel reads a symbolic size as a number (c10::TensorImpl::throw_cannot_call_with_symbolic).
+_SYMBOLIC_SIZES_REFUSED = re.compile(r"Cannot call \w+\(\) on tensor with symbolic sizes/strides")
+
 _METADATA_MUTATIONS = ("resize_", "resize_as_", "as_strided_", "set_", "squeeze_", "unsqueeze_", "transpose_", "t_",
                        "swapdims_", "swapaxes_", "detach_")
 
@@ -178,16 +182,29 @@ class AtenRecorder:
     def call(self, func, args: tuple, kwargs: dict, what: str):
         shadow_args, shadow_kwargs = pytree.tree_map(self._to_shadow, (args, kwargs))
         try:
-            # On shadows, for their shapes: an op that launches Triton kernels itself (a torch.library.triton_op)
-            # is one ATen step, whose launches are its own at run time; here they are skipped.
-            with torch._C.DisableTorchFunction(), self.shapes.mode, _Recorder(self), launch_mode(SkipLaunches()):
-                out = func(*shadow_args, **shadow_kwargs)
+            try:
+                out = self._on_shadows(func, shadow_args, shadow_kwargs)
+            except RuntimeError as e:
+                if not _SYMBOLIC_SIZES_REFUSED.search(str(e)):
+                    raise
+                # A composite operator's C++ kernel asked a symbolic size for a number (torch 2.11's
+                # at::native::matmul, under F.linear of a 3-d view): the operator is recorded whole, as the
+                # recorder meets it below autograd, where no composite kernel runs before it (the views the kernel
+                # made before it failed stay in the plan, unused: metadata only).
+                with torch._C._AutoDispatchBelowADInplaceOrView():
+                    out = self._on_shadows(func, shadow_args, shadow_kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException) as e:
             raise self.tracer.error(f"{what} depends on the tensors' data ({type(e).__name__}: {e}); a launch plan "
                                     "holds only what sizes decide: compute it in a kernel, or outside the op") \
                 from None
         self.shapes.take_guards()
         return pytree.tree_map(lambda v: self._from_shadow(v, what), out)
+
+    def _on_shadows(self, func, args: tuple, kwargs: dict):
+        # On shadows, for their shapes: an op that launches Triton kernels itself (a torch.library.triton_op)
+        # is one ATen step, whose launches are its own at run time; here they are skipped.
+        with torch._C.DisableTorchFunction(), self.shapes.mode, _Recorder(self), launch_mode(SkipLaunches()):
+            return func(*args, **kwargs)
 
     # -- one ATen operator --------------------------------------------------------------------------
     def record(self, func, args: tuple, kwargs: dict):
