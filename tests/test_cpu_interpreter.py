@@ -8,9 +8,13 @@ interpreter is slow.
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import torch_tile as tt
 from torch_tile import kernels as K
+from torch_tile._launch_mode import launch_mode
+from torch_tile.frontends.triton.interpret import InterpretLaunches
 
 from conftest import requires_interpreter_scalar_loops
 
@@ -300,3 +304,35 @@ def test_matmul_empty_inner_dimension_is_zeros():
 def test_softmax_zero_columns():
     x = torch.empty(4, 0)
     assert torch.ops.tile.softmax(x).shape == torch.softmax(x, dim=-1).shape
+
+
+# -- kernel arguments as Triton's interpreter takes them ---------------------------------------------
+
+
+@triton.jit
+def _doubled_if_kernel(x_ptr, out_ptr, n, DOUBLE, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    value = tl.load(x_ptr + offsets, mask=mask)
+    if DOUBLE:  # a bool argument, not a constexpr: an int1 scalar of the launch
+        value = value * 2
+    tl.store(out_ptr + offsets, value, mask=mask)
+
+
+@tt.op("cpu_interpreter::doubled_if")
+def doubled_if(x: torch.Tensor, double: bool) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _doubled_if_kernel[(1,)](x, out, x.numel(), double, BLOCK=16)
+    return out
+
+
+def test_a_bool_kernel_argument_runs_on_every_triton():
+    # Triton 3.6's own interpreter raises for a bool argument (it builds an int1 from a numpy int32); the CPU path
+    # converts it as Triton 3.8's interpreter does.
+    x = torch.randn(10)
+    torch.testing.assert_close(doubled_if(x, True), 2 * x, rtol=0, atol=0)
+    torch.testing.assert_close(doubled_if(x, False), x, rtol=0, atol=0)
+    out = torch.empty_like(x)
+    with launch_mode(InterpretLaunches()):  # Triton's own launch of the kernel, through the same interpreter
+        _doubled_if_kernel[(1,)](x, out, x.numel(), True, BLOCK=16)
+    torch.testing.assert_close(out, 2 * x, rtol=0, atol=0)

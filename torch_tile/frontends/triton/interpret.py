@@ -6,11 +6,13 @@ import ctypes
 import types
 from typing import Any, Optional
 
+import numpy as np
 import torch
 import triton
 import triton.compiler.code_generator  # noqa: F401  (snapshots tl's builtins: import before they are patched)
 import triton.language as tl
 from triton.runtime.autotuner import Autotuner
+from triton.runtime import interpreter
 from triton.runtime.interpreter import InterpretedFunction, _patch_lang
 from triton.runtime.jit import JITFunction, TensorWrapper
 
@@ -46,6 +48,27 @@ def _interpretable(value: Any) -> Any:
     if not address:  # no memory (an empty tensor's): nothing a kernel reads
         return torch.empty(0, dtype=dtype)
     return torch.frombuffer((ctypes.c_char * dtype.itemsize).from_address(address), dtype=dtype)
+
+
+def _converts_bools() -> bool:
+    """Whether this Triton's interpreter takes a ``bool`` kernel argument (Triton 3.6's makes an int1 from a
+    numpy int32 and raises ``ValueError``; 3.8's converts it to an int1 of its own)."""
+    try:
+        interpreter._implicit_cvt(True)
+    except ValueError:
+        return False
+    return True
+
+
+def _converted_with_bools(arg, convert=interpreter._implicit_cvt):
+    """Triton's conversion of a launch argument, with a ``bool`` converted as Triton 3.8's interpreter does."""
+    if isinstance(arg, bool):
+        return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
+    return convert(arg)
+
+
+# Installed for the interpreted launches only, where the interpreter cannot convert a bool itself.
+_ARGUMENT_CONVERSION = interpreter._implicit_cvt if _converts_bools() else _converted_with_bools
 
 
 class InterpretLaunches(LaunchMode):
@@ -118,6 +141,7 @@ class InterpretLaunches(LaunchMode):
             scope = _patch_lang(types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core}))
             JITFunction.__call__ = device_call
             triton.knobs.runtime.interpret = True
+            original_conversion, interpreter._implicit_cvt = interpreter._implicit_cvt, _ARGUMENT_CONVERSION
             try:
                 with source_parsing():  # as in device_call: run() uses this rewrite
                     interp.rewrite()
@@ -128,6 +152,7 @@ class InterpretLaunches(LaunchMode):
             finally:
                 triton.knobs.runtime.interpret = interpret_knob
                 JITFunction.__call__ = original_call
+                interpreter._implicit_cvt = original_conversion
                 scope.restore()
 
     def _launch_site(self, kernel) -> str:
