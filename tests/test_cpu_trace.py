@@ -426,13 +426,6 @@ def other_device(x: torch.Tensor) -> torch.Tensor:
 _GLOBAL_TENSOR = torch.zeros(16)
 
 
-@tt.op(f"{NS}::foreign_tensor")
-def foreign_tensor(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    negate_kernel[(1,)](_GLOBAL_TENSOR, out, 16, BLOCK=16)
-    return out
-
-
 class _PointerObject:
     """What Triton's launcher takes as a pointer besides a tensor: an object with data_ptr() and dtype."""
 
@@ -472,7 +465,6 @@ def pointer_between_elements(x: torch.Tensor) -> torch.Tensor:
         (other_device_copy, (), "x.to(", "argument 'device' of `aten._to_copy.default` is meta"),
         (no_device, (), "torch.empty", "allocations in an op body need device="),
         (other_device, (), "torch.empty", "allocation on cuda, but the op's tensors are on cpu"),
-        (foreign_tensor, (), "negate_kernel[", "receives a tensor the op did not take or allocate"),
         (foreign_pointer, (), "negate_kernel[", "memory the op did not take or allocate"),
         (wider_pointer, (), "negate_kernel[", "receives a torch.float64 pointer into a torch.float32 tensor"),
         (pointer_between_elements, (), "negate_kernel[", "pointer 2 bytes into a tensor: not a whole number"),

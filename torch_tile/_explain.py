@@ -90,6 +90,9 @@ def _explain_plan(plan, arg_names) -> PlanExplanation:
         elif step.kind == StepKind.CHECK:
             c = plan.checks[step.index]
             steps.append(f"check `{c.condition.text}` at {c.site} (else the body runs)")
+        elif step.kind == StepKind.CONSTANT:
+            c = plan.constants[step.index]
+            steps.append(f"hold a {c.dtype} tensor of sizes {tuple(c.sizes)} the op did not take, used at {c.site}")
         else:
             launch = plan.launches[step.index]
             steps.append(f"launch {launch.kernel_name} at {launch.site}")

@@ -143,6 +143,9 @@ def fake_call(op: "TileOp", args: tuple):
             strides = [evaluate(e.code, tensors, scalars) for e in view.strides]
             offset = evaluate(view.offset.code, tensors, scalars)
             tensors.append(base.as_strided(sizes, strides, base.storage_offset() + offset))
+        elif step.kind == StepKind.CONSTANT:  # a tensor the plan holds: here, one of its layout
+            constant = plan.constants[step.index]
+            tensors.append(torch.empty_strided(constant.sizes, constant.strides, dtype=constant.dtype, device=device))
         elif step.kind == StepKind.ATEN:
             aten = plan.aten_steps[step.index]
             overload = _aten_overload(aten)

@@ -28,6 +28,7 @@ ViewStep = _C.ViewStep
 AtenArg = _C.AtenArg
 AtenStep = _C.AtenStep
 ReadStep = _C.ReadStep
+ConstantStep = _C.ConstantStep
 CheckStep = _C.CheckStep
 PlanStep = _C.PlanStep
 LaunchPlan = _C.LaunchPlan
@@ -42,4 +43,5 @@ def expr(encoded: tuple) -> Expr:
 
 __all__ = ["ExprOp", "BindingKind", "AllocKind", "ArgKind", "is_optional", "value_kind", "StepKind", "AtenArgKind",
            "key_word", "Expr", "TensorGuard", "AllocStep", "DescriptorBinding", "Binding", "LaunchStep", "ViewStep",
-           "AtenArg", "AtenStep", "ReadStep", "CheckStep", "PlanStep", "LaunchPlan", "BackwardSpec", "expr"]
+           "AtenArg", "AtenStep", "ReadStep", "CheckStep", "ConstantStep", "PlanStep", "LaunchPlan", "BackwardSpec",
+           "expr"]

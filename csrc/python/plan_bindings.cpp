@@ -5,6 +5,7 @@
 #include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Layout.h>
 #include <torch/csrc/MemoryFormat.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "runtime/plan/launch_plan.h"
 #include "runtime/launch/specialization_key.h"
 #include "../torch/dtype_map.h"
+#include "../torch/plan_constant.h"
 #include "../torch/schema_arg_kinds.h"
 
 namespace py = pybind11;
@@ -94,7 +96,8 @@ void bind_kinds(py::module_& m) {
   m.def("value_kind", &value_kind, py::arg("kind"), "The kind of a present value of an ArgKind (OPTIONAL_INT -> INT).");
   py::enum_<StepKind>(m, "StepKind", "Kinds of plan steps", py::arithmetic())
       .value("ALLOC", StepKind::Alloc).value("VIEW", StepKind::View).value("ATEN", StepKind::Aten)
-      .value("LAUNCH", StepKind::Launch).value("READ", StepKind::Read).value("CHECK", StepKind::Check);
+      .value("LAUNCH", StepKind::Launch).value("READ", StepKind::Read).value("CHECK", StepKind::Check)
+      .value("CONSTANT", StepKind::Constant);
   py::enum_<AtenArg::Kind>(m, "AtenArgKind", "Kinds of ATen step arguments", py::arithmetic())
       .value("NONE", AtenArg::Kind::None).value("TENSOR", AtenArg::Kind::Tensor)
       .value("TENSOR_LIST", AtenArg::Kind::TensorList).value("OPTIONAL_TENSOR_LIST", AtenArg::Kind::OptionalTensorList)
@@ -309,6 +312,24 @@ void bind_structures(py::module_& m) {
       .def_readonly("condition", &CheckStep::condition)
       .def_readonly("site", &CheckStep::site);
 
+  py::class_<ConstantStep>(m, "ConstantStep",
+                           "A tensor the body did not receive, held by the plan (weakly: its owner frees it)")
+      .def(py::init([](const at::Tensor& tensor, std::string site) {
+             return checked([&] { return hold_constant(tensor, std::move(site)); });
+           }),
+           py::arg("tensor"), py::arg("site"))
+      .def_readonly("sizes", &ConstantStep::sizes)
+      .def_readonly("strides", &ConstantStep::strides)
+      .def_property_readonly("dtype", [](const ConstantStep& c) { return torch_dtype_of(c.dtype); })
+      .def_readonly("site", &ConstantStep::site)
+      .def("tensor", [](const ConstantStep& c, const py::object& device) -> std::optional<at::Tensor> {
+             at::Tensor t = constant_tensor(c, py::cast<c10::Device>(device));
+             if (!t.defined()) return std::nullopt;
+             return t;
+           }, py::arg("device"),
+           "The tensor, where it is still what the plan traced on `device`; else None.")
+      .def("__repr__", [](const ConstantStep& c) { return "ConstantStep(at " + c.site + ")"; });
+
   py::class_<PlanStep>(m, "PlanStep", "One entry of a plan's order: the index-th step of its kind")
       .def(py::init([](StepKind kind, int32_t index) { return PlanStep{kind, index}; }), py::arg("kind"),
            py::arg("index"))
@@ -350,10 +371,11 @@ void bind_structures(py::module_& m) {
                        std::vector<ViewStep> views, std::vector<AtenStep> aten_steps,
                        std::optional<std::vector<PlanStep>> order, int32_t num_list_tensors,
                        std::shared_ptr<BackwardSpec> backward, std::string fallback, std::vector<ReadStep> reads,
-                       std::vector<CheckStep> checks) {
+                       std::vector<CheckStep> checks, std::vector<ConstantStep> constants) {
              LaunchPlan p;
              p.reads = std::move(reads);
              p.checks = std::move(checks);
+             p.constants = std::move(constants);
              p.backward = std::move(backward);
              p.fallback = std::move(fallback);
              p.num_list_tensors = num_list_tensors;
@@ -368,8 +390,9 @@ void bind_structures(py::module_& m) {
              if (order) {
                p.order = std::move(*order);
              } else {  // allocations, then launches
-               if (!p.views.empty() || !p.aten_steps.empty() || !p.reads.empty() || !p.checks.empty()) {
-                 throw py::value_error("a plan with views, ATen, Read or Check steps needs an order");
+               if (!p.views.empty() || !p.aten_steps.empty() || !p.reads.empty() || !p.checks.empty() ||
+                   !p.constants.empty()) {
+                 throw py::value_error("a plan with views, ATen, Read, Check or Constant steps needs an order");
                }
                for (size_t i = 0; i < p.allocs.size(); ++i) p.order.push_back({StepKind::Alloc, int32_t(i)});
                for (size_t i = 0; i < p.launches.size(); ++i) p.order.push_back({StepKind::Launch, int32_t(i)});
@@ -380,13 +403,15 @@ void bind_structures(py::module_& m) {
            py::arg("launches"), py::arg("outputs"), py::arg("views") = std::vector<ViewStep>{},
            py::arg("aten_steps") = std::vector<AtenStep>{}, py::arg("order") = py::none(),
            py::arg("num_list_tensors") = 0, py::arg("backward") = nullptr, py::arg("fallback") = "",
-           py::arg("reads") = std::vector<ReadStep>{}, py::arg("checks") = std::vector<CheckStep>{})
+           py::arg("reads") = std::vector<ReadStep>{}, py::arg("checks") = std::vector<CheckStep>{},
+           py::arg("constants") = std::vector<ConstantStep>{})
       .def_readonly("fallback", &LaunchPlan::fallback,
                     "Why the calls this plan selects run the op body in Python (empty: a native plan)")
       .def_readonly("views", &LaunchPlan::views)
       .def_readonly("aten_steps", &LaunchPlan::aten_steps)
       .def_readonly("reads", &LaunchPlan::reads)
       .def_readonly("checks", &LaunchPlan::checks)
+      .def_readonly("constants", &LaunchPlan::constants)
       .def_readonly("order", &LaunchPlan::order)
       .def_readonly("tensor_guards", &LaunchPlan::tensor_guards)
       .def_readonly("guards", &LaunchPlan::guards)

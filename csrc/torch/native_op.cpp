@@ -17,6 +17,7 @@
 #include "error_translation.h"
 #include "op_library.h"
 #include "output_allocation.h"
+#include "plan_constant.h"
 #include "torch_launch_host.h"
 #include "written_argument_check.h"
 
@@ -223,6 +224,21 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   return *plans_.add(std::move(plan));
 }
 
+const LaunchPlan& NativeOp::plan_holding(const CallArgs& args, const torch::jit::Stack& stack, size_t first,
+                                         TorchLaunchHost& host, bool may_fall_back) {
+  const LaunchPlan& plan = plan_for(args, stack, first, may_fall_back);
+  if (plan.constants.empty()) return plan;
+  try {
+    host.take_constants(plan.constants);
+    return plan;
+  } catch (const ConstantChanged&) {
+    plans_.clear();  // the body may reach other tensors now: every case traces again
+  }
+  const LaunchPlan& retraced = plan_for(args, stack, first, may_fall_back);
+  host.take_constants(retraced.constants);  // ConstantChanged again: the caller's
+  return retraced;
+}
+
 bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
   const size_t n = arg_kinds_.size();
   const size_t first = stack.size() - n;
@@ -237,7 +253,17 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
     c10::OptionalDeviceGuard device_guard;
     if (current_context_device() != args.device) device_guard.reset_device(device);
     if (observer != nullptr) observer->phase(CallPhase::DeviceSet);
-    const LaunchPlan& plan = plan_for(args, stack, first);
+    TorchLaunchHost host(args, in, device);
+    const LaunchPlan* selected = nullptr;
+    try {
+      selected = &plan_holding(args, stack, first, host);
+    } catch (const ConstantChanged& e) {
+      counters().fallback_calls.fetch_add(1, std::memory_order_relaxed);
+      tracer_->run_fallback(*this, "the tensor the body uses at " + e.step().site + " changed again as it was "
+                                       "traced", stack, n);
+      return true;
+    }
+    const LaunchPlan& plan = *selected;
     if (observer != nullptr) observer->phase(CallPhase::PlanSelected);
     if (hook != nullptr && !hook->selected(plan)) return false;
     if (plan.is_fallback()) {
@@ -245,7 +271,6 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
       tracer_->run_fallback(*this, plan.fallback, stack, n);
       return true;
     }
-    TorchLaunchHost host(args, in, device);
     try {
       run_plan(plan, args, host, qualname_.c_str(), observer);
     } catch (const CheckNotHeld& e) {
@@ -377,14 +402,21 @@ void NativeOp::dry_run(const torch::jit::Stack& stack, KeySink& keys, Ran ran) {
   const c10::IValue* in = stack.data() + first;
   CallArgs args;
   const c10::Device device = read_arguments(in, args, /*any_device=*/true);
-  const LaunchPlan& plan = plan_for(args, stack, first, /*may_fall_back=*/false);
+  c10::OptionalDeviceGuard device_guard;  // the plan's allocations and ATen steps go to the arguments' device
+  if (device.is_cuda()) device_guard.reset_device(device);
+  TorchLaunchHost host(args, in, device);
+  const LaunchPlan* selected = nullptr;
+  try {
+    selected = &plan_holding(args, stack, first, host, /*may_fall_back=*/false);
+  } catch (const ConstantChanged& e) {
+    fail(ErrorKind::Runtime, qualname_ + ": the tensor the body uses at " + e.step().site +
+                                 " changed again as it was traced");
+  }
+  const LaunchPlan& plan = *selected;
   if (plan.is_fallback()) {
     fail(ErrorKind::NotImplemented, qualname_ + ": this call runs the op body (" + plan.fallback +
                                         "), so it has no launch plan to dry-run");
   }
-  c10::OptionalDeviceGuard device_guard;  // the plan's allocations and ATen steps go to the arguments' device
-  if (device.is_cuda()) device_guard.reset_device(device);
-  TorchLaunchHost host(args, in, device);
   run_plan(plan, args, host, qualname_.c_str(), nullptr, &keys);
   ran(plan, host, device);
 }

@@ -12,6 +12,7 @@
 #include "aten_step.h"
 #include "dtype_map.h"
 #include "output_allocation.h"
+#include "plan_constant.h"
 
 namespace torch_tile {
 
@@ -101,6 +102,21 @@ void TorchLaunchHost::run_aten(const AtenStep& step, CallArgs& args, int first_s
     m.tensor = std::move(results[size_t(i)]);
     args.slots[first_slot + i] = view_of(m.tensor, dl_dtype_of(m.tensor));
   }
+}
+
+void TorchLaunchHost::take_constants(const std::vector<ConstantStep>& constants) {
+  constants_.clear();
+  for (const ConstantStep& c : constants) {
+    at::Tensor t = constant_tensor(c, device_);
+    if (!t.defined()) throw ConstantChanged(c);
+    constants_.push_back(std::move(t));
+  }
+}
+
+TensorArg TorchLaunchHost::constant(int slot, int index) {
+  Made& m = made(slot);
+  m.tensor = constants_[size_t(index)];
+  return view_of(m.tensor, dl_dtype_of(m.tensor));
 }
 
 void* TorchLaunchHost::scratch(size_t bytes, size_t alignment) {

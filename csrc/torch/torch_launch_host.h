@@ -22,6 +22,10 @@ class TorchLaunchHost final : public LaunchHost {
   void add_view(int slot, const ViewStep& step, int64_t offset) override;
   void run_aten(const AtenStep& step, CallArgs& args, int first_slot) override;
   void read_values(int slot, const ReadStep& step, int64_t* out) override;
+  // Takes (holds for the call) the tensors a plan holds; throws ConstantChanged where one is gone, or no longer of
+  // the traced dtype, sizes and strides, or on another device than the call's.
+  void take_constants(const std::vector<ConstantStep>& constants);
+  TensorArg constant(int slot, int index) override;
   void* scratch(size_t bytes, size_t alignment) override;
   cu::CUstream stream() override;
 
@@ -55,6 +59,7 @@ class TorchLaunchHost final : public LaunchHost {
   c10::DispatchKeySet keys_;
   c10::SmallVector<Made, 4> made_;
   c10::SmallVector<c10::DataPtr, 1> scratch_;
+  c10::SmallVector<at::Tensor, 1> constants_;  // held for the call (take_constants)
 };
 
 // Fills a TensorArg from a tensor's metadata (no copy, no allocation).

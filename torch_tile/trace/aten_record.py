@@ -221,6 +221,11 @@ class AtenRecorder:
             raise self.tracer.error("`torch.tensor(...)` of host values makes a tensor whose data a launch plan "
                                     "cannot hold: compute with Python ints (e.g. math.prod), or pass the tensor "
                                     "as an argument")
+        # A real tensor among an operator's arguments is one the body neither received nor made (module or library
+        # state): a tensor the plan holds (reading its metadata alone dispatches no operator and holds nothing).
+        args, kwargs = pytree.tree_map_only(
+            torch.Tensor, lambda v: v if isinstance(v, FakeTensor) else self.shadow(self.tracer.constant(v, what)),
+            (args, kwargs))
         if short_name in READ_OPERATORS:
             return self._read(args[0], what)
         if name == "aten::equal":

@@ -15,7 +15,9 @@ import weakref
 from typing import Any, Optional
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
 
 from .. import _C, _plan
 from .._errors import CallError, OpDefinitionError, TraceError, TraceOverflowError
@@ -142,6 +144,9 @@ class Tracer(GuardSink, LaunchMode):
         self.data = DataReads(self, data_values)
         self.reads: list[_plan.ReadStep] = []
         self.checks: list[_plan.CheckStep] = []
+        self.constants: list[_plan.ConstantStep] = []
+        # id(tensor) -> (the tensor, its stand-in, its index in constants): the tensors the body did not receive
+        self._constants: dict[int, tuple[torch.Tensor, TensorProxy, int]] = {}
         self._made_stand_ins: list[weakref.ref] = []  # every stand-in of the trace (see release)
         self._with_backward = backward
         self.num_args = len(args)
@@ -522,6 +527,36 @@ class Tracer(GuardSink, LaunchMode):
         meta = TensorMeta([int(getattr(size, "value", size))], [1], dtype)
         return self.add_view(tensor, meta, [size], [1], address.displacement // width)
 
+    def constant(self, tensor: torch.Tensor, where: str) -> TensorProxy:
+        """The stand-in of a tensor the body neither received nor made (module or library state: a lookup table,
+        a buffer the library keeps): a Constant step, the plan holding the tensor (weakly, so its owner still frees
+        it; a call after that traces again). One slot per tensor, however often the body uses it."""
+        known = self._constants.get(id(tensor))
+        if known is not None:
+            return known[1]
+        with torch._C.DisableTorchFunction():  # its metadata, read here, is no torch call of the body
+            return self._new_constant(tensor, where)
+
+    def _new_constant(self, tensor: torch.Tensor, where: str) -> TensorProxy:
+        if isinstance(tensor, FakeTensor) or tensor.layout != torch.strided:
+            raise self.error(f"{where} uses a tensor the op did not take ({type(tensor).__name__}, {tensor.layout}), "
+                             "which a launch plan cannot hold: pass it as an argument")
+        if tensor.device != self.device:
+            raise self.error(f"{where} uses a tensor on {tensor.device} the op did not take; the op's tensors are on "
+                             f"{self.device}")
+        if tensor.requires_grad:
+            raise self.error(f"{where} uses a tensor that requires a gradient the op did not take: its gradient would "
+                             "not reach it (an op's gradients go to its arguments): pass it as an argument")
+        self.check_dtype(tensor.dtype, f"{where}: a tensor the op did not take")
+        self.constants.append(_plan.ConstantStep(tensor, body_location(*self.op.sources)))
+        slot = self._made(_plan.StepKind.CONSTANT, len(self.constants) - 1)
+        self.num_made += 1
+        sizes, strides = list(tensor.shape), list(tensor.stride())
+        proxy = TensorProxy(self, slot, f"constant{len(self.constants) - 1}", TensorMeta(sizes, strides, tensor.dtype),
+                            sizes, strides)
+        self._constants[id(tensor)] = (tensor, proxy, len(self.constants) - 1)
+        return proxy
+
     def factory(self, func, args: tuple, kwargs: dict) -> TensorProxy:
         name, zero = _FACTORIES[func]
         kwargs = dict(kwargs)
@@ -651,6 +686,8 @@ class Tracer(GuardSink, LaunchMode):
     def launch(self, kernel, grid, args, kwargs):
         self._parse_candidates.clear()
         args, kwargs = self.host_tensors.on_device((args, kwargs))
+        args, kwargs = pytree.tree_map_only(
+            torch.Tensor, lambda t: t if isinstance(t, TensorProxy) else self.constant(t, "the launch"), (args, kwargs))
         frontend = frontend_of(kernel)
         if frontend is None:
             raise self.error(f"{kernel!r} is launched like a kernel, but is not one of any frontend "
@@ -684,12 +721,13 @@ class Tracer(GuardSink, LaunchMode):
         """What the plan holds so far (to drop what a failed ``setup_context`` trace added)."""
         return (len(self.order), len(self.allocs), len(self.views), len(self.aten_steps), len(self.launches),
                 self.num_made, list(self.guards), len(self._writes), len(self._aten_writes), len(self.reads),
-                len(self.checks))
+                len(self.checks), len(self.constants))
 
     def rollback(self, checkpoint: tuple) -> None:
-        order, allocs, views, aten_steps, launches, self.num_made, guards, writes, aten_writes, reads, checks = \
-            checkpoint
-        del self.reads[reads:], self.checks[checks:]
+        order, allocs, views, aten_steps, launches, self.num_made, guards, writes, aten_writes, reads, checks, \
+            constants = checkpoint
+        del self.reads[reads:], self.checks[checks:], self.constants[constants:]
+        self._constants = {k: v for k, v in self._constants.items() if v[2] < constants}
         del self.order[order:], self.allocs[allocs:], self.views[views:], self.aten_steps[aten_steps:]
         del self.launches[launches:], self._writes[writes:], self._aten_writes[aten_writes:]
         self.guards = {code: self.guards[code] for code in guards}
@@ -780,6 +818,12 @@ class Tracer(GuardSink, LaunchMode):
                 raise self.error(f"the schema declares return {k} to be argument "
                                  f"'{self.op.arg_names[declared]}' itself; the body returns another tensor",
                                  kind=OpDefinitionError)
+            held = next((index for _, proxy, index in self._constants.values()
+                         if proxy._slot == self.root_slot(r._slot)), None)
+            if held is not None:
+                raise self.error(f"the body returns a tensor it did not receive (or a view of one), first used at "
+                                 f"{self.constants[held].site}: an op's results are its own (return a copy: "
+                                 ".clone())")
             outputs.append(r._slot)
         # As in eager, an output may be an input, a view of one (a wrapper that writes in place and returns what
         # it wrote) or another output: the op returns copies of them (NativeOp::push_outputs). Their gradients are
@@ -809,6 +853,7 @@ class Tracer(GuardSink, LaunchMode):
             backward=self._backward_spec(backward),
             reads=self.reads,
             checks=self.checks,
+            constants=self.constants,
         )
 
     def check_own_call(self, plan: _plan.LaunchPlan) -> None:

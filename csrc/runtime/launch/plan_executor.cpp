@@ -353,6 +353,12 @@ void run_plan(const LaunchPlan& plan, CallArgs& args, LaunchHost& host, const ch
   bool allocated = false;  // the observer's OutputsAllocated comes before the first launch
   for (const PlanStep& s : plan.order) {
     switch (s.kind) {
+      case StepKind::Constant: {
+        const int slot = args.num_slots;
+        args.slots[slot] = host.constant(slot, s.index);
+        args.num_slots = slot + 1;
+        continue;
+      }
       case StepKind::Alloc: allocate(plan.allocs[size_t(s.index)], s.index, args, host, op_name); continue;
       case StepKind::View: make_view(plan.views[size_t(s.index)], s.index, args, host, op_name); continue;
       case StepKind::Aten: {

@@ -31,6 +31,9 @@ class LaunchHost {
   // The `step.count` elements of tensor `slot` as int64, into `out` (a Read step): read on the host's stream
   // after the work before it, which it waits for (as eager `.item()` and `.tolist()` do).
   virtual void read_values(int slot, const ReadStep& step, int64_t* out) = 0;
+  // Constant `index` of the plan as tensor `slot`: the binding took the plan's constants as it selected the
+  // plan, before any step ran (TorchLaunchHost::take_constants).
+  virtual TensorArg constant(int slot, int index) = 0;
   // Device memory that stays valid until the call returns (stream-ordered).
   virtual void* scratch(size_t bytes, size_t alignment) = 0;
   virtual cu::CUstream stream() = 0;

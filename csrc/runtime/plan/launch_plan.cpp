@@ -24,7 +24,7 @@ LaunchStep& LaunchStep::operator=(const LaunchStep& other) {
 }
 
 int LaunchPlan::num_made() const {
-  int n = int(allocs.size()) + int(views.size());
+  int n = int(allocs.size()) + int(views.size()) + int(constants.size());
   for (const AtenStep& a : aten_steps) n += a.num_outputs;
   return n;
 }
@@ -153,7 +153,7 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
 
   // Every step once, in an order where each reads only slots made before it.
   std::vector<char> seen_alloc(allocs.size()), seen_view(views.size()), seen_aten(aten_steps.size()),
-      seen_launch(launches.size()), seen_read(reads.size()), seen_check(checks.size());
+      seen_launch(launches.size()), seen_read(reads.size()), seen_check(checks.size()), seen_constant(constants.size());
   auto mark = [&](std::vector<char>& seen, int32_t index) {
     if (index < 0 || size_t(index) >= seen.size() || seen[size_t(index)]) bad_plan(op, "has a bad step order");
     seen[size_t(index)] = 1;
@@ -253,11 +253,20 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
         if (c.max_slot_read() >= slot || c.max_read() >= num_reads) bad_plan(op, "checks a value not yet made");
         break;
       }
+      case StepKind::Constant: {
+        mark(seen_constant, step.index);
+        const ConstantStep& c = constants[size_t(step.index)];
+        if (c.sizes.size() != c.strides.size() || c.sizes.size() > size_t(kMaxShapeRank)) {
+          bad_plan(op, "holds a tensor of bad rank");
+        }
+        ++slot;
+        break;
+      }
       default: bad_plan(op, "has a step of unknown kind");
     }
   }
   if (order.size() != allocs.size() + views.size() + aten_steps.size() + launches.size() + reads.size() +
-                          checks.size()) {
+                          checks.size() + constants.size()) {
     bad_plan(op, "has a bad step order");
   }
   for (int32_t s : outputs) {

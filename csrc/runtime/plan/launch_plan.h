@@ -149,7 +149,21 @@ struct CheckStep {
   std::string site;  // "file:line" in the op body
 };
 
-enum class StepKind : int32_t { Alloc = 0, View = 1, Aten = 2, Launch = 3, Read = 4, Check = 5 };
+// A tensor the body did not receive and did not make (module or library state: a lookup table, a buffer the library
+// keeps between calls), held by the plan. Each call takes the tensor as it is then (its data, as eager reads it);
+// where the tensor is gone (its owner freed it), or its dtype, sizes or strides are no longer these, or it is on
+// another device than the call's, the op traces again (the plan's expressions took its sizes as constants).
+struct ConstantStep {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  uint32_t dtype = 0;  // pack_dtype()
+  std::string site;    // "file:line" in the op body where it was first used
+  // Runtime state, not plan data: the binding's reference to the tensor (a weak one: the owner keeps it alive).
+  // A plan holding one is never serialized: the tensor is this process's.
+  std::shared_ptr<const void> held;
+};
+
+enum class StepKind : int32_t { Alloc = 0, View = 1, Aten = 2, Launch = 3, Read = 4, Check = 5, Constant = 6 };
 
 // One entry of a plan's order: the `index`-th step of its kind's list.
 struct PlanStep {
@@ -209,6 +223,7 @@ struct LaunchPlan {
   std::vector<LaunchStep> launches;
   std::vector<ReadStep> reads;
   std::vector<CheckStep> checks;
+  std::vector<ConstantStep> constants;
   // The steps in the order they run, each once. Allocations, views and ATen
   // results take the slots after the arguments in this order.
   std::vector<PlanStep> order;

@@ -244,6 +244,11 @@ std::string serialize_plans(const OpPlans& op) {
       fail(ErrorKind::Value, op.qualname + ": a fallback plan (" + p.fallback + ") runs the op body, which only "
                                  "the process that defined the op has: it cannot be serialized");
     }
+    if (!p.constants.empty()) {
+      fail(ErrorKind::Value, op.qualname + ": a plan holds a tensor its body did not receive (first used at " +
+                                 p.constants[0].site + "), which only this process has: it cannot be serialized "
+                                 "(pass the tensor to the op as an argument)");
+    }
     write_plan(w, p);
   }
   return frame(kPlanMagic, kPlanFormatVersion, w.out);
