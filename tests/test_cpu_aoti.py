@@ -38,6 +38,8 @@ def test_export_bundle_of_an_exported_program_takes_the_tile_ops_its_graph_calls
 
 @needs_gxx
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU package's refusal; on a GPU see test_gpu_aoti.py")
+@pytest.mark.skipif(torch.__version__ < "2.12", reason="torch 2.11's AOTInductor logs a custom op's dispatcher error "
+                                                       "(shim_common.cpp) and goes on: the program cannot see it")
 def test_a_cpp_program_loads_the_package_and_its_cpp_calls_the_tile_op_through_the_dispatcher(
         tile_model_package, cpp_examples):
     out = tile_model_package
