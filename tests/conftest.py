@@ -53,7 +53,7 @@ requires_two_gpus = pytest.mark.skipif(
 
 def _interpreter_handles_scalar_loops() -> bool:
     """Triton 3.6's interpreter passes scalar kernel arguments as 1-element
-    arrays, which numpy >= 2.5 refuses to turn into a loop bound
+    arrays, which numpy >= 2.4 refuses to turn into a loop bound
     (`range(tl.cdiv(K, BLOCK))` fails). Newer Triton handles it."""
     import triton
     import triton.language as tl
@@ -80,7 +80,7 @@ def _interpreter_handles_scalar_loops() -> bool:
 requires_interpreter_scalar_loops = pytest.mark.skipif(
     not _interpreter_handles_scalar_loops(),
     reason="this Triton's interpreter cannot loop to a scalar-argument bound with this numpy "
-    "(Triton 3.6 + numpy >= 2.5); the CPU debug path of tile::matmul needs it",
+    "(Triton 3.6 + numpy >= 2.4); the CPU debug path of tile::matmul needs it",
 )
 
 
