@@ -49,3 +49,28 @@ def scaled(x: torch.Tensor) -> torch.Tensor:
 def leaked(index: torch.Tensor) -> torch.Tensor:
     """Returns a view of the module's buffer itself: refused (an op's results are its own)."""
     return LOOKUP.table[: index.shape[0]]
+
+
+@tt.op("constants::temporary")
+def temporary(index: torch.Tensor) -> torch.Tensor:
+    """A kernel given a tensor the body computes for real from host data (numpy): it lives only during the call."""
+    import numpy
+
+    table = torch.from_numpy(numpy.arange(64, dtype=numpy.float32))  # on the host: the CPU path's device
+    out = torch.empty(index.shape, dtype=torch.float32, device=index.device)
+    n = index.numel()
+    gather_kernel[(triton.cdiv(n, 128),)](table, index, out, n, BLOCK=128)
+    return out
+
+
+CALLS = torch.zeros(1)  # library state the body updates in place
+
+
+@tt.op("constants::counted")
+def counted(x: torch.Tensor) -> torch.Tensor:
+    """Counts its calls in CALLS, then branches on the data: a call whose data decides otherwise would run the body,
+    which would count it again."""
+    CALLS.add_(1)
+    if int((x > 0).sum()) > 2:
+        return x * 2
+    return x * 3

@@ -38,7 +38,7 @@ def test_a_kernel_given_a_modules_buffer_is_one_constant_step():
     (constant,) = plan.constants
     assert (constant.sizes, constant.strides, constant.dtype) == ([64], [1], torch.float32)
     assert constant.site.endswith("constant_ops.py:35")
-    assert constant.tensor(torch.device("cpu")) is C.LOOKUP.table  # the module's own tensor, not a copy
+    assert constant.tensor() is C.LOOKUP.table  # the module's own tensor, not a copy
     _C.variant_keys(C.lookup.qualname, (index,), {})  # a dry run installs the op's plan
     (explained,) = tt.explain(C.lookup).plans
     assert explained.steps[1] == f"hold a torch.float32 tensor of sizes (64,) the op did not take, used at " \
@@ -50,13 +50,13 @@ def test_the_plan_does_not_keep_the_tensor_alive():
     plan = C.lookup.trace(_indices())
     C.LOOKUP.table = torch.arange(64, dtype=torch.float32)  # the module replaces its buffer: the old one is freed
     gc.collect()
-    assert plan.constants[0].tensor(torch.device("cpu")) is None
+    assert plan.constants[0].tensor() is None
 
 
-def _held_tensor(op, device=torch.device("cpu")):
+def _held_tensor(op):
     (plan,) = _C.plans_of(op.qualname)
     (constant,) = plan.constants
-    return constant.tensor(device)
+    return constant.tensor()
 
 
 def test_a_call_after_the_tensor_was_replaced_traces_again_and_holds_the_new_one():
@@ -117,3 +117,18 @@ def test_what_a_plan_cannot_hold_is_refused_naming_the_use():
     C.LOOKUP.table = torch.arange(64, dtype=torch.float32, device="meta")
     with pytest.raises(TraceError, match="uses a tensor on meta the op did not take; the op's tensors are on cpu"):
         C.lookup.trace(_indices())
+
+
+def test_a_tensor_the_body_computed_outside_the_plan_is_not_held_past_the_trace():
+    # Only the trace kept it alive: a plan holding it would find it gone at every call (and trace again each time).
+    with pytest.raises(TraceError, match=r"the tensor the body uses at .*constant_ops.py:\d+ was computed during "
+                                         r"the trace, outside the plan's steps"):
+        C.temporary.trace(_indices())
+    index = _indices()
+    torch.testing.assert_close(C.temporary(index), index.float(), rtol=0, atol=0)  # the body runs it, as eager
+
+
+def test_a_held_tensor_written_before_a_check_on_the_data_is_refused():
+    with pytest.raises(TraceError, match=r"aten::add_ at .*constant_ops.py:\d+ writes a tensor the op did not take "
+                                         r"\(module or library state\) before the body decides"):
+        C.counted.trace(torch.ones(4))

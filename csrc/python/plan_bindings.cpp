@@ -322,12 +322,11 @@ void bind_structures(py::module_& m) {
       .def_readonly("strides", &ConstantStep::strides)
       .def_property_readonly("dtype", [](const ConstantStep& c) { return torch_dtype_of(c.dtype); })
       .def_readonly("site", &ConstantStep::site)
-      .def("tensor", [](const ConstantStep& c, const py::object& device) -> std::optional<at::Tensor> {
-             at::Tensor t = constant_tensor(c, py::cast<c10::Device>(device));
+      .def("tensor", [](const ConstantStep& c) -> std::optional<at::Tensor> {
+             at::Tensor t = constant_tensor(c);
              if (!t.defined()) return std::nullopt;
              return t;
-           }, py::arg("device"),
-           "The tensor, where it is still what the plan traced on `device`; else None.")
+           }, "The tensor, where it is still what the plan traced (dtype, sizes, strides); else None.")
       .def("__repr__", [](const ConstantStep& c) { return "ConstantStep(at " + c.site + ")"; });
 
   py::class_<PlanStep>(m, "PlanStep", "One entry of a plan's order: the index-th step of its kind")

@@ -224,6 +224,16 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   return *plans_.add(std::move(plan));
 }
 
+namespace {
+
+// Why a call runs without the plan whose tensor it could not take.
+std::string constant_not_taken(const ConstantChanged& e) {
+  return e.elsewhere() ? "the plan holds the tensor the body uses at " + e.step().site + " on another device"
+                       : "the tensor the body uses at " + e.step().site + " changed again as it was traced";
+}
+
+}  // namespace
+
 const LaunchPlan& NativeOp::plan_holding(const CallArgs& args, const torch::jit::Stack& stack, size_t first,
                                          TorchLaunchHost& host, bool may_fall_back) {
   const LaunchPlan& plan = plan_for(args, stack, first, may_fall_back);
@@ -231,7 +241,8 @@ const LaunchPlan& NativeOp::plan_holding(const CallArgs& args, const torch::jit:
   try {
     host.take_constants(plan.constants);
     return plan;
-  } catch (const ConstantChanged&) {
+  } catch (const ConstantChanged& e) {
+    if (e.elsewhere()) throw;  // the tensor is as traced, on another device: this plan does not serve the call
     plans_.clear();  // the body may reach other tensors now: every case traces again
   }
   const LaunchPlan& retraced = plan_for(args, stack, first, may_fall_back);
@@ -258,9 +269,9 @@ bool NativeOp::call(torch::jit::Stack& stack, PlanCallHook* hook) {
     try {
       selected = &plan_holding(args, stack, first, host);
     } catch (const ConstantChanged& e) {
+      if (hook != nullptr) return false;  // not natively: the hook's caller takes the body's path
       counters().fallback_calls.fetch_add(1, std::memory_order_relaxed);
-      tracer_->run_fallback(*this, "the tensor the body uses at " + e.step().site + " changed again as it was "
-                                       "traced", stack, n);
+      tracer_->run_fallback(*this, constant_not_taken(e), stack, n);
       return true;
     }
     const LaunchPlan& plan = *selected;
@@ -409,8 +420,7 @@ void NativeOp::dry_run(const torch::jit::Stack& stack, KeySink& keys, Ran ran) {
   try {
     selected = &plan_holding(args, stack, first, host, /*may_fall_back=*/false);
   } catch (const ConstantChanged& e) {
-    fail(ErrorKind::Runtime, qualname_ + ": the tensor the body uses at " + e.step().site +
-                                 " changed again as it was traced");
+    fail(ErrorKind::Runtime, qualname_ + ": " + constant_not_taken(e));
   }
   const LaunchPlan& plan = *selected;
   if (plan.is_fallback()) {

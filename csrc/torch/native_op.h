@@ -115,9 +115,9 @@ class NativeOp {
                         bool any_device) const;
   const LaunchPlan& plan_for(const CallArgs& args, const torch::jit::Stack& stack, size_t first,
                              bool may_fall_back = true);
-  // plan_for(), with the tensors the plan holds taken by `host` (LaunchHost::take_constants). Where one is no
-  // longer what the plan traced, the op forgets its plans and traces the call again; ConstantChanged where the
-  // new plan's tensor changed again.
+  // plan_for(), with the tensors the plan holds taken by `host` (TorchLaunchHost::take_constants). Where one is
+  // no longer what the plan traced, the op forgets its plans and traces the call again; ConstantChanged where the
+  // new plan's tensor changed again, or where one is on another device than the call's.
   const LaunchPlan& plan_holding(const CallArgs& args, const torch::jit::Stack& stack, size_t first,
                                  TorchLaunchHost& host, bool may_fall_back = true);
   // Selects (or traces) the plan for the arguments on `stack` and runs it as a dry run on their device

@@ -26,12 +26,12 @@ ConstantStep hold_constant(const at::Tensor& t, std::string site) {
   return c;
 }
 
-at::Tensor constant_tensor(const ConstantStep& step, c10::Device device) {
+at::Tensor constant_tensor(const ConstantStep& step) {
   const auto* weak = static_cast<const WeakTensor*>(step.held.get());
   if (weak == nullptr) return {};
   at::Tensor t(weak->lock());
   DLDataType dl{};
-  if (!t.defined() || t.device() != device || !to_dl_dtype(t.scalar_type(), &dl) || pack_dtype(dl) != step.dtype ||
+  if (!t.defined() || !to_dl_dtype(t.scalar_type(), &dl) || pack_dtype(dl) != step.dtype ||
       t.sizes() != c10::IntArrayRef(step.sizes) || t.strides() != c10::IntArrayRef(step.strides)) {
     return {};
   }

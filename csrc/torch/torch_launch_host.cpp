@@ -107,8 +107,8 @@ void TorchLaunchHost::run_aten(const AtenStep& step, CallArgs& args, int first_s
 void TorchLaunchHost::take_constants(const std::vector<ConstantStep>& constants) {
   constants_.clear();
   for (const ConstantStep& c : constants) {
-    at::Tensor t = constant_tensor(c, device_);
-    if (!t.defined()) throw ConstantChanged(c);
+    at::Tensor t = constant_tensor(c);
+    if (!t.defined() || t.device() != device_) throw ConstantChanged(c, t.defined());
     constants_.push_back(std::move(t));
   }
 }

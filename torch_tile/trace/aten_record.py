@@ -161,7 +161,10 @@ class AtenRecorder:
 
     def _from_shadow(self, value, what: str):
         if isinstance(value, torch.Tensor):
+            # An in-place operator on a tensor the plan holds returns that tensor itself: its stand-in.
             proxy = self._proxy_of.get(id(value))
+            if proxy is None:
+                proxy = self.tracer.held(value)
             if proxy is None:
                 raise self.tracer.error(f"{what} made a tensor the launch plan did not record")
             return proxy

@@ -147,6 +147,8 @@ class Tracer(GuardSink, LaunchMode):
         self.constants: list[_plan.ConstantStep] = []
         # id(tensor) -> (the tensor, its stand-in, its index in constants): the tensors the body did not receive
         self._constants: dict[int, tuple[torch.Tensor, TensorProxy, int]] = {}
+        self._constant_slots: dict[int, int] = {}  # slot -> index in constants
+        self._launch_writes: Optional[list] = None  # _written_tensors(), once the body has run
         self._made_stand_ins: list[weakref.ref] = []  # every stand-in of the trace (see release)
         self._with_backward = backward
         self.num_args = len(args)
@@ -537,7 +539,15 @@ class Tracer(GuardSink, LaunchMode):
         with torch._C.DisableTorchFunction():  # its metadata, read here, is no torch call of the body
             return self._new_constant(tensor, where)
 
+    def held(self, tensor: torch.Tensor) -> Optional[TensorProxy]:
+        """The stand-in of ``tensor`` where the plan holds it (``constant``), else None."""
+        known = self._constants.get(id(tensor))
+        return None if known is None else known[1]
+
     def _new_constant(self, tensor: torch.Tensor, where: str) -> TensorProxy:
+        if self.host_tensors.involved((tensor,), {}):  # made by the body from host values: its values are the call's
+            raise self.error(f"{where} uses a tensor of host values the body made: make it on the op's device "
+                             "(device=...) so that the plan makes it")
         if isinstance(tensor, FakeTensor) or tensor.layout != torch.strided:
             raise self.error(f"{where} uses a tensor the op did not take ({type(tensor).__name__}, {tensor.layout}), "
                              "which a launch plan cannot hold: pass it as an argument")
@@ -555,6 +565,7 @@ class Tracer(GuardSink, LaunchMode):
         proxy = TensorProxy(self, slot, f"constant{len(self.constants) - 1}", TensorMeta(sizes, strides, tensor.dtype),
                             sizes, strides)
         self._constants[id(tensor)] = (tensor, proxy, len(self.constants) - 1)
+        self._constant_slots[slot] = len(self.constants) - 1
         return proxy
 
     def factory(self, func, args: tuple, kwargs: dict) -> TensorProxy:
@@ -728,6 +739,7 @@ class Tracer(GuardSink, LaunchMode):
             constants = checkpoint
         del self.reads[reads:], self.checks[checks:], self.constants[constants:]
         self._constants = {k: v for k, v in self._constants.items() if v[2] < constants}
+        self._constant_slots = {k: v for k, v in self._constant_slots.items() if v < constants}
         del self.order[order:], self.allocs[allocs:], self.views[views:], self.aten_steps[aten_steps:]
         del self.launches[launches:], self._writes[writes:], self._aten_writes[aten_writes:]
         self.guards = {code: self.guards[code] for code in guards}
@@ -741,16 +753,37 @@ class Tracer(GuardSink, LaunchMode):
             root = self.root_slot(slot)
             if root < self.num_inputs:
                 writes.setdefault((_plan.StepKind.ATEN, index), {}).setdefault(self._input_argument[root], operator)
-        for index, (frontend, step, launch_writes) in enumerate(self._writes):  # one per launch, in order
-            stored = frontend.written_tensors(self.op.qualname, step, launch_writes)
-            if stored is None:
+        for index, (frontend, step, launch_writes) in enumerate(self._written_tensors()):
+            if launch_writes is None:
                 writes[(_plan.StepKind.LAUNCH, index)] = None
                 continue
-            for label, value in stored:
-                root = self.root_slot(value._slot) if isinstance(value, TensorProxy) else self.num_inputs
+            for label, root in launch_writes:
                 if root < self.num_inputs:
                     writes.setdefault((_plan.StepKind.LAUNCH, index), {}).setdefault(self._input_argument[root], label)
         return writes
+
+    def _written_tensors(self) -> list:
+        """Per launch, in order: (frontend, step, [(label, root slot written)]), or None for its writes where its
+        frontend cannot analyse them. Once the body has run (its launches are all known)."""
+        if self._launch_writes is not None:
+            return self._launch_writes
+        out = []
+        for frontend, step, launch_writes in self._writes:
+            stored = frontend.written_tensors(self.op.qualname, step, launch_writes)
+            out.append((frontend, step, None if stored is None else [
+                (label, self.root_slot(value._slot) if isinstance(value, TensorProxy) else self.num_inputs)
+                for label, value in stored]))
+        self._launch_writes = out
+        return out
+
+    def _constant_writes(self) -> set:
+        """The steps that write a tensor the plan holds (module or library state), as (StepKind, index)."""
+        steps = {(_plan.StepKind.ATEN, index) for index, slot, _ in self._aten_writes
+                 if self.root_slot(slot) in self._constant_slots}
+        for index, (_, _, launch_writes) in enumerate(self._written_tensors()):
+            if launch_writes is not None and any(root in self._constant_slots for _, root in launch_writes):
+                steps.add((_plan.StepKind.LAUNCH, index))
+        return steps
 
     def _check_mutations(self, writes: dict) -> None:
         """The op's declared mutates_args must be exactly the inputs its kernels write."""
@@ -783,14 +816,17 @@ class Tracer(GuardSink, LaunchMode):
         the last check may write one (a launch whose writes are not known counts as writing)."""
         if not self.checks:
             return
+        held = self._constant_writes()  # state the plan holds, which the body would write again
         last_check = max(i for i, s in enumerate(self.order) if s.kind == _plan.StepKind.CHECK)
         for s in self.order[:last_check]:
-            if (s.kind, s.index) not in writes:
+            if (s.kind, s.index) not in writes and (s.kind, s.index) not in held:
                 continue
             step = self.launches[s.index] if s.kind == _plan.StepKind.LAUNCH else self.aten_steps[s.index]
             what = f"the launch at {step.site}" if s.kind == _plan.StepKind.LAUNCH else f"{step.name} at {step.site}"
+            what += " writes an argument of the op" if (s.kind, s.index) in writes else \
+                " writes a tensor the op did not take (module or library state)"
             check = self.checks[self.order[last_check].index]
-            raise self.error(f"{what} writes an argument of the op before the body decides `{check.condition.text}` "
+            raise self.error(f"{what} before the body decides `{check.condition.text}` "
                              "on a value read from the data: a call the plan cannot follow could not run the body "
                              "on the arguments as they came")
 
@@ -818,13 +854,13 @@ class Tracer(GuardSink, LaunchMode):
                 raise self.error(f"the schema declares return {k} to be argument "
                                  f"'{self.op.arg_names[declared]}' itself; the body returns another tensor",
                                  kind=OpDefinitionError)
-            held = next((index for _, proxy, index in self._constants.values()
-                         if proxy._slot == self.root_slot(r._slot)), None)
+            held = self._constant_slots.get(self.root_slot(r._slot))
             if held is not None:
                 raise self.error(f"the body returns a tensor it did not receive (or a view of one), first used at "
                                  f"{self.constants[held].site}: an op's results are its own (return a copy: "
                                  ".clone())")
             outputs.append(r._slot)
+        self._release_constants()
         # As in eager, an output may be an input, a view of one (a wrapper that writes in place and returns what
         # it wrote) or another output: the op returns copies of them (NativeOp::push_outputs). Their gradients are
         # the autograd.Function's (native backward plans save outputs by slot, which these are not).
@@ -855,6 +891,16 @@ class Tracer(GuardSink, LaunchMode):
             checks=self.checks,
             constants=self.constants,
         )
+
+    def _release_constants(self) -> None:
+        """Lets go of the tensors the trace held for its Constant steps: one that only the trace kept alive (a tensor
+        the body computed for real, outside the plan's steps) is gone now, and no plan can hold it."""
+        self._constants = {}
+        for step in self.constants:
+            if step.tensor() is None:
+                raise self.error(f"the tensor the body uses at {step.site} was computed during the trace, outside the "
+                                 "plan's steps: no plan can hold it (compute it from the op's arguments, or pass it "
+                                 "as an argument)")
 
     def check_own_call(self, plan: _plan.LaunchPlan) -> None:
         """Every guard of the plan must hold for the call that traced it: a plan that refused its own call would

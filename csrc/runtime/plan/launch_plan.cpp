@@ -159,6 +159,7 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
     seen[size_t(index)] = 1;
   };
   int slot = first_made(num_args);  // the next slot a step makes
+  std::vector<char> constant_memory(static_cast<size_t>(num_slots));  // slots whose memory is a constant's (the constant, views of it)
   int num_reads = 0;                // Read steps so far
   int64_t view_dims = 0;
   for (const PlanStep& step : order) {
@@ -186,6 +187,7 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
         mark(seen_view, step.index);
         const ViewStep& v = views[size_t(step.index)];
         validate_view(op, v, slot);
+        constant_memory[size_t(slot)] = constant_memory[size_t(v.base)];
         view_dims += 2 * int64_t(v.sizes.size());
         if (view_dims > kMaxViewDims) {
           fail(ErrorKind::NotImplemented, op + ": the body's views have more than " +
@@ -259,6 +261,7 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
         if (c.sizes.size() != c.strides.size() || c.sizes.size() > size_t(kMaxShapeRank)) {
           bad_plan(op, "holds a tensor of bad rank");
         }
+        constant_memory[size_t(slot)] = 1;
         ++slot;
         break;
       }
@@ -270,7 +273,10 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
     bad_plan(op, "has a bad step order");
   }
   for (int32_t s : outputs) {
-    if (s != -1) check_slot(s);
+    if (s == -1) continue;
+    check_slot(s);
+    // An op's results are its own: never a tensor the plan holds for its owner.
+    if (constant_memory[size_t(s)]) bad_plan(op, "returns a tensor it holds (or a view of one)");
   }
   if (backward) {
     for (int32_t s : backward->saved) check_slot(s);
