@@ -22,4 +22,3 @@ def with_autograd_keys():
     for key in _AUTOGRAD_KEYS:
         exclude = exclude.remove(key)
     return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude)
-

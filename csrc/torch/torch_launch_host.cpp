@@ -115,7 +115,7 @@ void TorchLaunchHost::take_constants(const std::vector<ConstantStep>& constants)
 
 TensorArg TorchLaunchHost::constant(int slot, int index) {
   Made& m = made(slot);
-  m.tensor = constants_[size_t(index)];
+  m.tensor = std::move(constants_[size_t(index)]);  // each constant is one step of the plan
   return view_of(m.tensor, dl_dtype_of(m.tensor));
 }
 

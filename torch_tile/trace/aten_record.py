@@ -43,10 +43,10 @@ from .state import body_location
 
 A = _plan.AtenArgKind
 
-# Operators that change a tensor's metadata in place: a plan's slots keep theirs.
 # torch's error where a C++ kernel reads a symbolic size as a number (c10::TensorImpl::throw_cannot_call_with_symbolic).
 _SYMBOLIC_SIZES_REFUSED = re.compile(r"Cannot call \w+\(\) on tensor with symbolic sizes/strides")
 
+# Operators that change a tensor's metadata in place: a plan's slots keep theirs.
 _METADATA_MUTATIONS = ("resize_", "resize_as_", "as_strided_", "set_", "squeeze_", "unsqueeze_", "transpose_", "t_",
                        "swapdims_", "swapaxes_", "detach_")
 

@@ -159,7 +159,8 @@ void LaunchPlan::validate(const std::string& op, int num_args) const {
     seen[size_t(index)] = 1;
   };
   int slot = first_made(num_args);  // the next slot a step makes
-  std::vector<char> constant_memory(static_cast<size_t>(num_slots));  // slots whose memory is a constant's (the constant, views of it)
+  // Per slot: whether its memory is a constant's (the constant, views of it).
+  std::vector<char> constant_memory(static_cast<size_t>(num_slots));
   int num_reads = 0;                // Read steps so far
   int64_t view_dims = 0;
   for (const PlanStep& step : order) {

@@ -151,8 +151,9 @@ struct CheckStep {
 
 // A tensor the body did not receive and did not make (module or library state: a lookup table, a buffer the library
 // keeps between calls), held by the plan. Each call takes the tensor as it is then (its data, as eager reads it);
-// where the tensor is gone (its owner freed it), or its dtype, sizes or strides are no longer these, or it is on
-// another device than the call's, the op traces again (the plan's expressions took its sizes as constants).
+// where the tensor is gone (its owner freed it), or its dtype, sizes or strides are no longer these, the op traces
+// again (the plan's expressions took its sizes as constants); a call on another device than the tensor's runs the
+// op body.
 struct ConstantStep {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
