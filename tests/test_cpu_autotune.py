@@ -2,7 +2,7 @@
 guards (one plan per key), the config the autotuner itself chooses (its run on
 the call's arguments) and its options become the plan's, choices persist on
 disk, no tuning during CUDA-graph capture or on CPU/fake tensors, Triton's
-pruning is honoured, failing configs are skipped, any stack of Triton's
+pruning is honoured, failing configs are skipped (timed or not), any stack of Triton's
 decorators and Autotuner subclasses launch. Timing itself needs a GPU: here the
 autotuner's own ``do_bench`` hook is given fake timings and its kernel
 launches run on Triton's interpreter (tests/test_gpu_autotune.py times for
@@ -142,6 +142,35 @@ def test_configs_that_do_not_fit_are_skipped(timed):
     timed.timings = [float("inf"), float("inf"), 2.0]  # Triton's benchmark reports them as infinitely slow
     plan = tuned_add.trace(torch.randn(1500), torch.randn(1500))
     assert _block_of(plan) == 256
+
+
+@triton.jit
+def add_at_least_128_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK >= 128, "BLOCK must be at least 128")
+    add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK)
+
+
+at_least_128_add = _add_op("at_least_128_add", triton.autotune(configs=CONFIGS, key=["n"])(add_at_least_128_kernel))
+never_compiles_add = _add_op("never_compiles_add", triton.autotune(
+    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"])(add_at_least_128_kernel))
+
+
+def test_where_nothing_is_timed_a_config_failing_its_static_assert_is_never_chosen():
+    # Triton's benchmark gives such a config no time, so its autotuner never picks it: the first config is
+    # BLOCK=64, which fails; the next one, 128, is what runs on CPU and what a fake or dry trace plans.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x, y = torch.randn(1000), torch.randn(1000)
+    torch.testing.assert_close(at_least_128_add(x, y), x + y)
+    assert _block_of(at_least_128_add.trace(x, y)) == 128
+    assert _block_of(at_least_128_add.trace(x, y, device=torch.device("cuda", 0))) == 128
+    with FakeTensorMode():
+        assert torch.ops.tt_cpu_autotune.at_least_128_add(torch.empty(700), torch.empty(700)).shape == (700,)
+
+
+def test_where_every_config_fails_its_static_assert_the_launch_says_so():
+    with pytest.raises(tt.KernelError, match=r"kernel add_at_least_128_kernel .*BLOCK must be at least 128"):
+        never_compiles_add(torch.randn(100), torch.randn(100))
 
 
 def test_no_timing_during_graph_capture(timed, monkeypatch):

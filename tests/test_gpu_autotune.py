@@ -1,7 +1,8 @@
 """GPU tests of @triton.autotune kernels in op bodies: real
 timing on the first call of a key, the choice reused natively and by a fresh
-process (disk), arguments the kernel writes left as if it ran once, and a clear
-error for a new key during CUDA-graph capture. Device machine only."""
+process (disk), arguments the kernel writes left as if it ran once, a clear
+error for a new key during CUDA-graph capture, and a config failing its static
+assertion skipped as Triton's own autotuner skips it. Device machine only."""
 
 import json
 import os
@@ -88,3 +89,35 @@ def test_new_key_during_capture_is_a_clear_error():
     g.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(x, want)
+
+
+@triton.jit
+def _at_least_1024_axpy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK >= 1024, "BLOCK must be at least 1024")
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 2.0 * tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+LIBRARY_TUNER = triton.autotune(configs=CONFIGS, key=["n"])(_at_least_1024_axpy_kernel)  # the library's own call
+OP_TUNER = triton.autotune(configs=CONFIGS, key=["n"])(_at_least_1024_axpy_kernel)  # a tuner of the op's
+
+
+def _at_least_1024_axpy_(tuner, x: torch.Tensor, y: torch.Tensor) -> None:
+    n = x.numel()
+    tuner[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n)
+
+
+@tt.op("tile_gpu_autotune::at_least_1024_axpy_", mutates_args=("x",))
+def at_least_1024_axpy_(x: torch.Tensor, y: torch.Tensor) -> None:
+    _at_least_1024_axpy_(OP_TUNER, x, y)
+
+
+def test_a_config_failing_its_static_assert_is_skipped_as_tritons_autotuner_skips_it():
+    x, y = torch.randn(100_000, device="cuda"), torch.randn(100_000, device="cuda")
+    x_library = x.clone()
+    for _ in range(2):  # tuned, then natively with the choice
+        _at_least_1024_axpy_(LIBRARY_TUNER, x_library, y)
+        at_least_1024_axpy_(x, y)
+        torch.testing.assert_close(x, x_library, rtol=0, atol=0)
+    assert LIBRARY_TUNER.best_config.kwargs["BLOCK"] >= 1024 and OP_TUNER.best_config.kwargs["BLOCK"] >= 1024

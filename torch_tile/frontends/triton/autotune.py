@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 
 import torch
 import triton
+from triton.compiler.errors import CompileTimeAssertionFailure
 from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 
@@ -41,6 +42,7 @@ from ...trace.expr import SymbolicInt
 from ...trace.stand_ins import concrete
 from ..._version import __version__
 from .kernels import cache_key
+from .writes import launch_ttir
 
 _chosen: dict[str, dict] = {}  # disk-cache key -> the chosen config's fields, this process
 tunings_run = 0  # autotuner runs made in this process to choose a config (tests count them)
@@ -86,18 +88,45 @@ def tuning_key(tuner: Autotuner, named: dict[str, Any]) -> tuple:
 
 def first_candidate(tuner: Autotuner, named: dict[str, Any], kwargs: dict) -> triton.Config:
     """The config used where nothing can be timed: the first one Triton's pruning leaves (its perf model may need
-    a GPU: then the first one ``early_config_prune`` leaves, or the first config)."""
+    a GPU: then the first one ``early_config_prune`` leaves, or the first config) whose code generates. Triton's
+    benchmark gives a config whose ``tl.static_assert`` fails no time, so its autotuner never picks one while
+    another is left; where every one fails, the first is used and its launch reports the failure."""
     if len(tuner.configs) == 1:
         return tuner.configs[0]
+    candidates = _pruned(tuner, named, kwargs)
+    if len(candidates) > 1:
+        for config in candidates:
+            if _generates_code(tuner, named, kwargs, config):
+                return config
+    return candidates[0]
+
+
+def _pruned(tuner: Autotuner, named: dict[str, Any], kwargs: dict) -> list[triton.Config]:
     tuner.nargs = {k: concrete(v) for k, v in named.items()}
     values = {k: concrete(v) for k, v in kwargs.items()}
     try:
-        return tuner.prune_configs(values)[0]
+        return list(tuner.prune_configs(values))
     except Exception:  # noqa: BLE001 - a perf model that needs a GPU: the early prune alone, as Triton's first step
         prune = getattr(tuner, "early_config_prune", None)
-        return prune(tuner.configs, tuner.nargs, **values)[0] if prune else tuner.configs[0]
+        return list(prune(tuner.configs, tuner.nargs, **values)) if prune else list(tuner.configs)
     finally:
         tuner.nargs = None
+
+
+def _generates_code(tuner: Autotuner, named: dict[str, Any], kwargs: dict, config: triton.Config) -> bool:
+    """Whether the kernel's code generates with ``config`` (and the heuristics under the tuner), as its launch
+    would compile it. Only a failing compile-time assertion counts against it: any other failure is left to the
+    launch, which reports it."""
+    jit = base_kernel(tuner, ValueError)
+    launch = with_heuristics(tuner, (), {**named, **kwargs, **config.all_kwargs()})
+    arguments = {p.name: launch.get(p.name, p.default) for p in jit.params}
+    try:
+        launch_ttir(jit, arguments)
+    except CompileTimeAssertionFailure:
+        return False
+    except Exception:  # noqa: BLE001 - not the autotuner's to skip: the launch meets it and says so
+        pass
+    return True
 
 
 def device_name(device: torch.device) -> str:

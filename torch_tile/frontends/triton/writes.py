@@ -138,6 +138,14 @@ def _written_ttir_arguments(module, kernel, names: list[str], tensors: frozenset
         return {name for name, written in zip(names, mutated) if written}
 
 
+def launch_ttir(kernel, arguments: dict[str, Any]):
+    """The TTIR of ``kernel`` launched with these bound arguments (stand-ins or real values; every parameter named)
+    for ``analysis_capability()``: (module, signature), as ``kernel_ttir``. A failing ``tl.static_assert`` raises
+    Triton's ``CompileTimeAssertionFailure`` here, as at the launch's compile."""
+    args = [map_leaves(_representative_leaf, arguments[p.name]) for p in kernel.params]
+    return kernel_ttir(kernel, args, analysis_capability())
+
+
 def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[tuple]]:
     """The tensors the kernel stores to (or updates atomically), for these
     bound arguments (the tracer's stand-ins), as leaf paths: ``(name,)`` for a
@@ -145,8 +153,7 @@ def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[
     (``tuples.at`` reads it back); None when the kernel is not analysable
     (``NotAnalysable``). Other failures raise."""
     try:
-        args = [map_leaves(_representative_leaf, arguments[p.name]) for p in kernel.params]
-        module, signature = kernel_ttir(kernel, args, analysis_capability())
+        module, signature = launch_ttir(kernel, arguments)
         leaves = _ttir_arguments(signature, arguments)
         names = [name for name, _ in leaves]
         is_tensor = {name: path is not None and isinstance(tensor_of(at(arguments, path)), TensorProxy)
