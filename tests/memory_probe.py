@@ -1,9 +1,11 @@
 """Host memory of one op called on many 1-d sizes in a long-lived process (run as a script by
 tests/test_gpu_memory.py): a process that has run other ops (training ops forward and backward, a compiled
 function, an in-place op), then calls tile::add once per specialization class, then on SIZES distinct sizes (no
-new plan). Prints one JSON line: the resident set's growth over the sizes, and the Python heap's largest growths by
-traceback (tracemalloc), so that a failure says what holds the memory."""
+new plan). Prints one JSON line: the resident set's growth over the sizes, and what tells where it went: the Python
+heap's largest growths by traceback (tracemalloc), the C heap's (glibc's mallinfo2), torch_tile's runtime counters
+and the CUDA caching allocator's segments over the loop."""
 
+import ctypes
 import gc
 import json
 import os
@@ -12,12 +14,30 @@ import tracemalloc
 
 import torch
 
+import torch_tile as tt
 import torch_tile.kernels as K
 
 
 def rss() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def c_heap_in_use() -> int:
+    """Bytes malloc has handed out and not taken back (glibc), or -1 where mallinfo2 is missing."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except AttributeError:
+        return -1
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return info.uordblks + info.hblkhd
 
 
 def other_ops(device) -> None:
@@ -48,14 +68,19 @@ def main(sizes: int, device: str = "cuda") -> dict:
     gc.collect()
     tracemalloc.start(12)
     before_heap = tracemalloc.take_snapshot()
-    before = rss()
+    before, c_before, counters = rss(), c_heap_in_use(), tt.runtime_counters()
+    segments = torch.cuda.memory_stats().get("segment.all.current", 0)
     for n in range(2, sizes + 2):
         K.add(base[:n], base[:n])
     torch.cuda.synchronize()
     gc.collect()
     grown = rss() - before
+    c_grown = c_heap_in_use() - c_before
+    counters = {k: v - counters[k] for k, v in tt.runtime_counters().items() if v != counters[k]}
+    segments = torch.cuda.memory_stats().get("segment.all.current", 0) - segments
     top = tracemalloc.take_snapshot().compare_to(before_heap, "traceback")[:5]
-    return {"sizes": sizes, "rss_grown": grown, "plans": K.add.plan_count,
+    return {"sizes": sizes, "rss_grown": grown, "c_heap_grown": c_grown, "counters": counters,
+            "allocator_segments_grown": segments, "plans": K.add.plan_count,
             "python_heap_top": [{"bytes": s.size_diff, "where": s.traceback.format()[-6:]} for s in top]}
 
 

@@ -22,8 +22,9 @@ def test_a_busy_process_calling_one_op_on_many_sizes_keeps_no_memory_per_size(tm
                           text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     probe = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"{probe['rss_grown'] / 2**20:.2f} MB over {SIZES} sizes")
+    print(f"{probe['rss_grown'] / 2**20:.2f} MB over {SIZES} sizes; {json.dumps(probe)}")
     assert probe["plans"] == 1  # every size shares the plan
     assert probe["rss_grown"] < RSS_BYTES_PER_SIZE * SIZES, \
-        f"{probe['rss_grown'] / SIZES:.0f} bytes per size; the Python heap's largest growths: " \
-        f"{probe['python_heap_top']}"
+        f"{probe['rss_grown'] / SIZES:.0f} bytes per size; the C heap grew by {probe['c_heap_grown']} bytes, " \
+        f"runtime counters by {probe['counters']}, the allocator's segments by " \
+        f"{probe['allocator_segments_grown']}; the Python heap's largest growths: {probe['python_heap_top']}"
