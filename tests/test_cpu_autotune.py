@@ -155,7 +155,7 @@ never_compiles_add = _add_op("never_compiles_add", triton.autotune(
     configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"])(add_at_least_128_kernel))
 
 
-def test_where_nothing_is_timed_a_config_failing_its_static_assert_is_never_chosen():
+def test_where_nothing_is_timed_a_config_failing_its_static_assert_is_never_chosen(monkeypatch):
     # Triton's benchmark gives such a config no time, so its autotuner never picks it: the first config is
     # BLOCK=64, which fails; the next one, 128, is what runs on CPU and what a fake or dry trace plans.
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -166,6 +166,13 @@ def test_where_nothing_is_timed_a_config_failing_its_static_assert_is_never_chos
     assert _block_of(at_least_128_add.trace(x, y, device=torch.device("cuda", 0))) == 128
     with FakeTensorMode():
         assert torch.ops.tt_cpu_autotune.at_least_128_add(torch.empty(700), torch.empty(700)).shape == (700,)
+
+    def generated(*args):
+        raise AssertionError("generated again")
+
+    monkeypatch.setattr(autotune, "launch_ttir", generated)  # the verdicts are kept per specialization
+    x = torch.randn(1016)  # as 1000 to Triton: not a multiple of 16
+    assert _block_of(at_least_128_add.trace(x, x)) == 128
 
 
 def test_where_every_config_fails_its_static_assert_the_launch_says_so():

@@ -42,10 +42,13 @@ from ...trace.expr import SymbolicInt
 from ...trace.stand_ins import concrete
 from ..._version import __version__
 from .kernels import cache_key
-from .writes import launch_ttir
+from .writes import launch_specialization, launch_ttir
 
 _chosen: dict[str, dict] = {}  # disk-cache key -> the chosen config's fields, this process
 tunings_run = 0  # autotuner runs made in this process to choose a config (tests count them)
+# Whether a kernel's code generates, by what Triton compiles it for (``launch_specialization``), this process:
+# bounded as Triton's own kernel cache is, by the variants a program launches.
+_generates: dict[tuple, bool] = {}
 
 
 def base_kernel(kernel, error: Callable[[str], Exception]) -> JITFunction:
@@ -121,12 +124,20 @@ def _generates_code(tuner: Autotuner, named: dict[str, Any], kwargs: dict, confi
     launch = with_heuristics(tuner, (), {**named, **kwargs, **config.all_kwargs()})
     arguments = {p.name: launch.get(p.name, p.default) for p in jit.params}
     try:
-        launch_ttir(jit, arguments)
-    except CompileTimeAssertionFailure:
-        return False
+        key = launch_specialization(jit, arguments)
     except Exception:  # noqa: BLE001 - not the autotuner's to skip: the launch meets it and says so
-        pass
-    return True
+        return True
+    generates = _generates.get(key)
+    if generates is None:
+        try:
+            launch_ttir(jit, arguments)
+            generates = True
+        except CompileTimeAssertionFailure:
+            generates = False
+        except Exception:  # noqa: BLE001 - as above
+            generates = True
+        _generates[key] = generates
+    return generates
 
 
 def device_name(device: torch.device) -> str:

@@ -149,6 +149,14 @@ def compile_variant(kid: int, words: list[int], capability: int):
     return compiled, src
 
 
+def specialization_of(kernel: JITFunction, args: list, capability: int) -> tuple:
+    """What Triton's JIT compiles ``kernel[grid](*args)`` for on sm_<capability>, from its own binder: the
+    kernel, the signature, constexprs, attributes and options, as a key (their reprs)."""
+    with code_generation():
+        _, options, signature, constexprs, attrs = _run_binder(kernel, capability, args, {})
+    return kernel_id(kernel), capability, repr(signature), repr(constexprs), repr(attrs), repr(options)
+
+
 def kernel_ttir(kernel: JITFunction, args: list, capability: int):
     """The TTIR Triton's JIT generates for ``kernel[grid](*args)`` on
     sm_<capability>, the way ``triton.compile`` makes its first stage (no GPU

@@ -32,7 +32,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from ... import _process_locks
 from .descriptors import check_block_shape, representative, tensor_of
 from ...trace.stand_ins import TensorProxy, concrete
-from .compile import Pointer, kernel_ttir
+from .compile import Pointer, kernel_ttir, specialization_of
 from .tuples import at, leaf_name, map_leaves
 
 # Part of the disk-cache key of an analysis: a new version ignores entries
@@ -138,12 +138,20 @@ def _written_ttir_arguments(module, kernel, names: list[str], tensors: frozenset
         return {name for name, written in zip(names, mutated) if written}
 
 
+def _representative_args(kernel, arguments: dict[str, Any]) -> list:
+    return [map_leaves(_representative_leaf, arguments[p.name]) for p in kernel.params]
+
+
 def launch_ttir(kernel, arguments: dict[str, Any]):
     """The TTIR of ``kernel`` launched with these bound arguments (stand-ins or real values; every parameter named)
     for ``analysis_capability()``: (module, signature), as ``kernel_ttir``. A failing ``tl.static_assert`` raises
     Triton's ``CompileTimeAssertionFailure`` here, as at the launch's compile."""
-    args = [map_leaves(_representative_leaf, arguments[p.name]) for p in kernel.params]
-    return kernel_ttir(kernel, args, analysis_capability())
+    return kernel_ttir(kernel, _representative_args(kernel, arguments), analysis_capability())
+
+
+def launch_specialization(kernel, arguments: dict[str, Any]) -> tuple:
+    """What ``launch_ttir`` generates code for, as a key (``specialization_of``)."""
+    return specialization_of(kernel, _representative_args(kernel, arguments), analysis_capability())
 
 
 def written_parameters(kernel, arguments: dict[str, Any]) -> Optional[frozenset[tuple]]:
