@@ -16,11 +16,14 @@ import json
 import subprocess
 import sys
 
+from typing import Optional
+
 import pytest
 import torch
 import triton
 import triton.language as tl
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._library.triton import set_wrap_triton_enabled
 from torch.library import wrap_triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import ASTSource
@@ -966,6 +969,92 @@ def test_a_custom_op_whose_data_sizes_its_result_is_a_plan_step(device):
         torch.testing.assert_close(scaled_positives(x), x[x > 0])
     plan = scaled_positives.trace(torch.randn(10))
     assert [s.name for s in plan.aten_steps] == [f"{NS}_lib::positives"] and not plan.fallback
+
+
+@triton.jit
+def _row_scale_kernel(x_ptr, out_ptr, sums_ptr, n_cols, scale, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row * n_cols + cols, x * scale, mask=cols < n_cols)
+    if sums_ptr is not None:
+        tl.store(sums_ptr + row, tl.sum(x, axis=0))
+
+
+@torch.library.triton_op(f"{NS}_lib::row_scaled", mutates_args=())
+def _row_scaled(x: torch.Tensor) -> torch.Tensor:
+    """flash-attn's layer norm's block: torch.library runs this body on fake tensors for the result's shape, where
+    ``n_cols`` is a SymInt and ``triton.next_power_of_2`` a chain of ``|`` and shifts on it."""
+    out = torch.empty_like(x)
+    block = min(65536 // x.element_size(), triton.next_power_of_2(x.shape[1]))
+    if x.shape[1] > block:
+        raise RuntimeError("rows are too wide")
+    wrap_triton(_row_scale_kernel)[(x.shape[0],)](x, out, None, x.shape[1], 2.0, BLOCK=block)
+    return out
+
+
+@torch.library.custom_op(f"{NS}_lib::row_scale_into", mutates_args=("out", "sums"))
+def _row_scale_into(x: torch.Tensor, out: torch.Tensor, sums: Optional[torch.Tensor], scale: float) -> torch.Tensor:
+    """A library's op that fills the ``out`` it is given (and an optional ``sums``) and returns a new tensor."""
+    with set_wrap_triton_enabled(False):
+        _row_scale_kernel[(x.shape[0],)](x, out, sums, x.shape[1], scale, BLOCK=triton.next_power_of_2(x.shape[1]))
+    return x.new_full((x.shape[0],), scale)
+
+
+@_row_scale_into.register_fake
+def _(x, out, sums, scale):
+    return x.new_empty(x.shape[0])
+
+
+@tt.op(f"{NS}::calls_a_triton_op", fallback=False)
+def calls_a_triton_op(x: torch.Tensor) -> torch.Tensor:
+    return _row_scaled(x)
+
+
+@tt.op(f"{NS}::calls_a_writing_custom_op", fallback=False)
+def calls_a_writing_custom_op(x: torch.Tensor, with_sums: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(x)
+    sums = torch.zeros(x.shape[0], device=x.device) if with_sums else None
+    scales = _row_scale_into(x, out, sums, 3.0)
+    return out, scales, x.sum(1) if sums is None else sums
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_registered_op_in_a_body_whose_fake_takes_next_power_of_2_of_a_size(device):
+    for rows, cols in ((4, 10), (3, 16), (5, 17), (2, 100)):  # one plan per block size, none a fallback
+        x = torch.randn(rows, cols, device=device)
+        torch.testing.assert_close(calls_a_triton_op(x), 2 * x, rtol=0, atol=0)
+    plan = calls_a_triton_op.trace(torch.randn(4, 10))
+    assert [s.name for s in plan.aten_steps] == [f"{NS}_lib::row_scaled"] and not plan.fallback
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("with_sums", [True, False])
+def test_a_registered_op_that_writes_its_arguments_and_returns_a_new_tensor(device, with_sums):
+    x = torch.randn(6, 20, device=device)
+    out, scales, sums = calls_a_writing_custom_op(x, with_sums)
+    torch.testing.assert_close(out, 3 * x, rtol=0, atol=0)
+    torch.testing.assert_close(scales, torch.full((6,), 3.0, device=device), rtol=0, atol=0)
+    torch.testing.assert_close(sums, x.sum(1))
+    plan = calls_a_writing_custom_op.trace(x.cpu(), with_sums)
+    assert [s.name for s in plan.aten_steps].count(f"{NS}_lib::row_scale_into") == 1 and not plan.fallback
+
+
+@tt.op(f"{NS}::grouped_by_divmod", fallback=False)
+def grouped_by_divmod(x: torch.Tensor) -> torch.Tensor:
+    """Sizes split with divmod (unsloth's RoPE groups its heads so)."""
+    groups, rest = divmod(x.shape[0], 4)
+    per_row, _ = divmod(1000, x.shape[1])
+    return _scaled(x, float(groups * 100 + rest * 10 + per_row))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_divmod_of_sizes_stays_symbolic(device):
+    for rows, cols in ((9, 7), (14, 30), (4, 1000)):
+        x = torch.randn(rows, cols, device=device)
+        scale = (rows // 4) * 100 + (rows % 4) * 10 + 1000 // cols
+        torch.testing.assert_close(grouped_by_divmod(x), x * scale)
+    assert not grouped_by_divmod.trace(torch.randn(9, 7)).fallback
 
 
 def _ends_then_start(x: torch.Tensor) -> torch.Tensor:

@@ -280,17 +280,25 @@ class AtenRecorder:
             return out
         values = self._schema_values(func, args, kwargs)
         arguments = [self._argument(a, v, f"argument '{a.name}' of {what}") for a, v in zip(schema.arguments, values)]
-        if written:
+        written_slots = [self._slot_of(v, what) for a, v in zip(schema.arguments, values)
+                         if a in written and v is not None]  # an optional written argument may be None
+        if written and views:
+            # An in-place or out= operator: what it returns is the written arguments themselves; it keeps none.
+            if len(views) != len(results):
+                raise self.tracer.error(f"{what} returns views and new tensors together, which a launch plan "
+                                        "cannot replay")
             self.tracer.add_aten_step(_plan.AtenStep(name, schema.overload_name, arguments, 0,
-                                                     body_location(*self.tracer.op.sources)), [], written_slots=[
-                self._slot_of(v, what) for a, v in zip(schema.arguments, values) if a in written])
+                                                     body_location(*self.tracer.op.sources)), [],
+                                      written_slots=written_slots)
             return out
+        # New tensors, made beside any writes (a library's op that fills the `out` it is given and returns its
+        # statistics).
         for r in results:
             self._check_result(r, what)
         metas = [self._proxy_dims(r, what) for r in results]
         proxies = self.tracer.add_aten_step(
             _plan.AtenStep(name, schema.overload_name, arguments, len(results), body_location(*self.tracer.op.sources)),
-            metas)
+            metas, written_slots=written_slots)
         for r, p in zip(results, proxies):
             self._bind(p, r)
         self._check_layouts()

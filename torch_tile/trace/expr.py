@@ -10,7 +10,7 @@ C++ runtime's (``_plan.ExprOp``).
 from __future__ import annotations
 
 import struct
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -157,6 +157,9 @@ class SymbolicInt:
     def __rfloordiv__(self, o): return self._binary(o, Op.FLOORDIV, True)
     def __mod__(self, o): return self._binary(o, Op.MOD)
     def __rmod__(self, o): return self._binary(o, Op.MOD, True)
+    # As Python's divmod: the floor quotient and the remainder, each symbolic (NotImplemented as they are).
+    def __divmod__(self, o): return _pair(self._binary(o, Op.FLOORDIV), lambda: self._binary(o, Op.MOD))
+    def __rdivmod__(self, o): return _pair(self._binary(o, Op.FLOORDIV, True), lambda: self._binary(o, Op.MOD, True))
     def __and__(self, o): return self._binary(o, Op.BITAND)
     def __rand__(self, o): return self._binary(o, Op.BITAND, True)
     def __or__(self, o): return self._binary(o, Op.BITOR)
@@ -286,6 +289,11 @@ def sym_max(a, b):
         la, lb = x._lift(a), x._lift(b)
         return SymbolicInt(la.code + lb.code + (Op.MAX,), f"max({la.text}, {lb.text})", max(la.value, lb.value), x.sink)
     return max(a, b)
+
+
+def _pair(quotient, remainder: Callable[[], Any]):
+    """``divmod``'s result from its two halves (NotImplemented where the quotient is)."""
+    return NotImplemented if quotient is NotImplemented else (quotient, remainder())
 
 
 def next_power_of_2(n: SymbolicInt) -> SymbolicInt:

@@ -54,6 +54,14 @@ _SYMPY_BINARY = {
     Op.MAX: symfn.Max,
 }
 
+# Operators whose operands may come in any order (sympy sorts them); torch's bitwise functions are those SymInts
+# make of ``&``, ``|``, ``^`` (Triton's next_power_of_2 on a SymInt is a chain of ``|`` and shifts).
+_COMMUTATIVE = {
+    sympy.Add: Op.ADD, sympy.Mul: Op.MUL, sympy.And: Op.BITAND, sympy.Or: Op.BITOR, symfn.Max: Op.MAX,
+    symfn.Min: Op.MIN, symfn.BitwiseFn_bitwise_and: Op.BITAND, symfn.BitwiseFn_bitwise_or: Op.BITOR,
+    symfn.BitwiseFn_bitwise_xor: Op.BITXOR,
+}
+
 _RELATIONS = {
     sympy.Eq: Op.EQ, sympy.Ne: Op.NE, sympy.StrictLessThan: Op.LT, sympy.LessThan: Op.LE,
     sympy.StrictGreaterThan: Op.GT, sympy.GreaterThan: Op.GE,
@@ -186,9 +194,8 @@ class SymbolicShapes:
             if atom is None:
                 raise Untranslatable(f"symbol {expr} is not an argument's size, stride or value")
             return atom
-        if isinstance(expr, (sympy.Add, sympy.Mul, sympy.And, sympy.Or, symfn.Max, symfn.Min)):
-            op = {sympy.Add: Op.ADD, sympy.Mul: Op.MUL, sympy.And: Op.BITAND, sympy.Or: Op.BITOR,
-                  symfn.Max: Op.MAX, symfn.Min: Op.MIN}[type(expr)]
+        if isinstance(expr, tuple(_COMMUTATIVE)):
+            op = _COMMUTATIVE[type(expr)]
             if isinstance(expr, sympy.Mul) and any(isinstance(a, sympy.Rational) and not a.is_Integer
                                                    for a in expr.args):
                 raise Untranslatable(f"{expr} is not an integer expression")
