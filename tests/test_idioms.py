@@ -13,11 +13,14 @@ On CPU (Triton's interpreter) everywhere; on CUDA too where there is a GPU.
 import contextlib
 import functools
 import json
+import random
 import subprocess
 import sys
+import warnings
 
 from typing import Optional
 
+import numpy as np
 import pytest
 import torch
 import triton
@@ -908,6 +911,65 @@ def test_a_fallback_op_under_torch_compile():
     compiled = torch.compile(lambda t: op(t) + 1, backend="eager")
     x = torch.randn(64)
     torch.testing.assert_close(compiled(x), x * x.abs().max() + 1)
+
+
+# -- random numbers drawn on the host -------------------------------------------------------------------------
+
+
+@triton.jit
+def _dropout_kernel(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    keep = tl.rand(seed, offsets) > p
+    tl.store(out_ptr + offsets, tl.where(keep, tl.load(x_ptr + offsets, mask=mask) / (1 - p), 0.0), mask=mask)
+
+
+def _dropped(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _dropout_kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), p, seed, BLOCK=128)
+    return out
+
+
+class _SeededDropout(torch.autograd.Function):
+    """A library's dropout (attorch's): its seed drawn from Python's random module in the forward, kept on ctx
+    so that the backward drops the same elements."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        ctx.p, ctx.seed = p, random.randint(0, 65535)
+        return _dropped(x, p, ctx.seed)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _dropped(grad.contiguous(), ctx.p, ctx.seed), None
+
+
+@tt.op(f"{NS}::seeded_dropout")
+def seeded_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
+    return _SeededDropout.apply(x, p)
+
+
+@tt.op(f"{NS}::numpy_seeded_dropout")
+def numpy_seeded_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
+    return _dropped(x, p, int(np.random.randint(0, 65535)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_random_numbers_drawn_on_the_host_are_drawn_per_call(device):
+    masks = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fallback's warning, once per op
+        for _ in range(3):
+            x = (torch.rand(500, device=device) + 0.5).requires_grad_()
+            y = seeded_dropout(x, 0.5)
+            y.backward(torch.ones_like(y))
+            assert torch.equal(x.grad != 0, y.detach() != 0)  # the backward's mask is this forward's
+            masks.append(y.detach() != 0)
+            masks.append(numpy_seeded_dropout(x.detach(), 0.5) != 0)
+    assert len({tuple(m.tolist()) for m in masks}) == len(masks)  # a fresh draw per call
+    for op, generator in ((seeded_dropout, "Python's random module"), (numpy_seeded_dropout, "NumPy's global")):
+        with pytest.raises(tt.TraceError, match=f"draws random numbers on the host \\({generator}"):
+            op.trace(torch.rand(500), 0.5)
 
 
 # -- tensors made from host values ----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from .call_arguments import PLAN_DTYPES, check_call_arguments
 from .data_reads import DataReads, DataValues
 from .functions import FunctionTape
 from .expr import GuardSink, Op, SymbolicInt
+from .host_random import HostRandomness
 from .host_values import HostTensors, makes_host_tensor
 from .inlined_calls import inlined_calls
 from .stand_ins import SymbolicFloat, TensorMeta, TensorProxy, concrete, contiguous_strides, is_contiguous, \
@@ -718,6 +719,7 @@ class Tracer(GuardSink, LaunchMode):
     def run(self) -> dict:
         # A tensor subclass's __torch_function__ calls the op with subclass
         # handling disabled, which would hide the stand-ins' own handler.
+        host_random = HostRandomness()
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
                 frontends_tracing(), inlined_calls():
             result = self.op.call_body(self.stand_ins)
@@ -726,6 +728,11 @@ class Tracer(GuardSink, LaunchMode):
                 outputs = returned(result)
                 backward = native_spec(self.op, self, result, outputs) if self.op.backward_fn is not None else \
                     self.functions.spec(outputs, len(self.op.arg_names))
+        drawn = host_random.drawn()
+        if drawn:
+            raise self.error(f"the body draws random numbers on the host ({', '.join(drawn)}), which a launch "
+                             "plan would replay unchanged on every call; draw them outside the op and pass them as "
+                             "arguments, or on the device (torch.randint on the op's device)")
         return self._finish(result, backward)
 
     def checkpoint(self) -> tuple:
