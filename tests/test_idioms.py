@@ -904,13 +904,41 @@ def test_a_stand_in_kept_where_it_cannot_be_replaced_refuses_its_next_use():
         _KEPT.kept + 1
 
 
-def test_a_fallback_op_under_torch_compile():
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_fallback_op_under_torch_compile(backend):
     """torch.compile around an op no plan holds: the op breaks the graph (its fake cannot read data), and its
     body then runs in Python, never traced by Dynamo (torch_tile's own code, like torch.library's kernels)."""
     op = scaled_by_max["cpu"]
-    compiled = torch.compile(lambda t: op(t) + 1, backend="eager")
+    compiled = torch.compile(lambda t: op(t) + 1, backend=backend)
     x = torch.randn(64)
     torch.testing.assert_close(compiled(x), x * x.abs().max() + 1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_fallback_op_in_a_compiled_graph(device):
+    """An op whose plan is a fallback (a body drawing host random numbers) inside a graph: AOTAutograd runs it
+    on real tensors under its proxy mode, and the body runs as the caller would run it."""
+    torch._dynamo.reset()
+    x = torch.rand(300, device=device) + 0.5
+    y = torch.compile(lambda t: seeded_dropout(t, 0.5) * 3, fullgraph=True, backend="aot_eager")(x)
+    assert set(torch.unique(y / x / 3).round(decimals=4).tolist()) == {0.0, 2.0}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_breaks_the_graph_before_a_call_whose_backward_runs_in_python(device):
+    def step(t):
+        y = seeded_dropout(t * 1, 0.5)
+        y.backward(torch.ones_like(y))
+        return y
+
+    torch._dynamo.reset()
+    x = (torch.rand(300, device=device) + 0.5).requires_grad_()
+    y = torch.compile(step, backend="aot_eager")(x)  # the op runs between two graphs
+    assert torch.equal(x.grad != 0, y.detach() != 0) and (y != 0).any() and (y == 0).any()
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=f"{NS}::seeded_dropout: calls of it that need a gradient run its body "
+                                        "and its Functions' backwards in Python"):
+        torch.compile(step, backend="aot_eager", fullgraph=True)(x)
 
 
 # -- random numbers drawn on the host -------------------------------------------------------------------------

@@ -436,7 +436,7 @@ class TileOp:
         tape, why = _training.tape_call(self, values) if self.num_returns else (None, "the op returns nothing")
         if tape is not None:
             return _training.apply_tape(self, self._tape_function, args, tape)
-        result = _training.run_body_differentiated(self, values)
+        result = _training.run_body_differentiated(self, values, why)
         _C.count_fallback_call()
         self._fell_back(f"calls that need a gradient run the body under autograd: {why}")
         return result

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Callable, Optional
 import torch
 from torch._functorch.pyfunctorch import temporarily_clear_interpreter_stack
 from torch._subclasses.fake_tensor import is_fake
+from torch._subclasses.functional_tensor import FunctionalTensor
 from torch.utils._python_dispatch import _disable_current_modes
 
 from . import _fallback, _functorch
 from ._dispatch_keys import with_autograd_keys
+from ._errors import CallError
 from ._fake import all_hinted, hinted, scalars_of
-from ._launch_mode import launch_mode
+from ._launch_mode import SkipLaunches, launch_mode
 from .frontends.frontend import InterpretLaunches
 from .trace import Tracer
 from .trace.call_arguments import flat_arguments
@@ -188,12 +190,33 @@ def apply_tape(op: "TileOp", function: type, args: tuple, call: TapeCall):
     return result[0] if op.num_returns == 1 else tuple(result[:op.num_returns])
 
 
-def run_body_differentiated(op: "TileOp", values: tuple):
-    """The body under autograd, its Functions recording their own backwards. On CPU tensors their kernels, forward
-    and backward, run in Triton's interpreter: the body's graph is differentiated inside an autograd.Function whose
-    backward enters the interpreter (autograd calls backwards after the body returned, outside any launch mode)."""
-    on_cpu = any(t.device.type == "cpu" for t in flat_arguments(values) if isinstance(t, torch.Tensor))
-    if not on_cpu:
+def _graph_traced(tensors: list) -> bool:
+    """Whether AOTAutograd (torch.compile past Dynamo) is tracing the call into a graph: there a body run under
+    autograd would leave its kernels out of the graph."""
+    return any(isinstance(t, FunctionalTensor) for t in tensors) or \
+        torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY) is not None
+
+
+def run_body_differentiated(op: "TileOp", values: tuple, why: str):
+    """The body under autograd, its Functions recording their own backwards (``why``: why not a tape). On CPU
+    tensors their kernels, forward and backward, run in Triton's interpreter: the body's graph is differentiated
+    inside an autograd.Function whose backward enters the interpreter (autograd calls backwards after the body
+    returned, outside any launch mode)."""
+    tensors = [t for t in flat_arguments(values) if isinstance(t, torch.Tensor)]
+    if any(is_fake(t) for t in tensors):
+        # torch.compile cannot put such a call in a graph: Dynamo breaks the graph before it (fullgraph=True says
+        # why); AOTAutograd, past Dynamo, cannot break it.
+        why = (f"{op.qualname}: calls of it that need a gradient run its body and its Functions' backwards in "
+               f"Python ({why}), which a compiled graph cannot hold; call it outside the compiled region "
+               "(torch.compiler.disable), or give the op a native backward (torch_tile.explain(op) says why not)")
+        if _graph_traced(tensors):
+            raise CallError(why)
+        if torch._guards.TracingContext.try_get() is not None:
+            raise torch._dynamo.exc.Unsupported(why, "a torch_tile op whose backward runs in Python")
+        # A fake run of the program's own (a FakeTensorMode): the body on the fakes, launches skipped.
+        with launch_mode(SkipLaunches()), torch.enable_grad():
+            return op.call_body(values)
+    if not any(t.device.type == "cpu" for t in tensors):
         return _fallback.run_body(op, values, on_cpu=False)
     differentiable_values = [v for v in values if isinstance(v, torch.Tensor) and v.requires_grad]
     result = _Interpreted.apply(op, values, *differentiable_values)
@@ -222,6 +245,7 @@ class _Interpreted(torch.autograd.Function):
         return detached
 
     @staticmethod
+    @torch._disable_dynamo  # autograd calls it; a graph break before it must not make Dynamo trace the interpreter
     def backward(ctx, *grads):
         pairs = [(o, g) for o, g in zip(ctx.outputs, grads) if g is not None and o.requires_grad]
         with launch_mode(InterpretLaunches(ctx.op)):

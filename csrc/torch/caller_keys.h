@@ -26,7 +26,7 @@ class CallerKeysScope {
   const c10::impl::LocalDispatchKeySet* previous_;
 };
 
-// For the duration of a body run per call: the caller's keys where an
+// For the duration of a body run per call: the caller's autograd keys where an
 // autograd kernel saved them, none saved for the calls inside.
 class AsTheCaller {
  public:
