@@ -122,6 +122,14 @@ def test_alignment_guard_from_data_ptr():
     assert "(x.data_ptr() % 16) == 0" in texts
 
 
+def test_a_device_context_in_a_cuda_trace_on_a_machine_without_a_driver():
+    # A dry CUDA trace has no device to select (on a GPU, the context selects the tensors' device).
+    exchange = torch.cuda._exchange_device
+    plan = V.in_device_context.trace(torch.randn(300), device=torch.device("cuda", 0))
+    assert [launch.kernel_name for launch in plan.launches] == ["axpy_kernel"]
+    assert torch.cuda._exchange_device is exchange  # as it was, after the trace
+
+
 def test_stand_ins_answer_tensor_questions_as_tensors_do():
     seen = {}
 

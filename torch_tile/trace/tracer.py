@@ -35,6 +35,7 @@ from .call_arguments import PLAN_DTYPES, check_call_arguments
 from .data_reads import DataReads, DataValues
 from .functions import FunctionTape
 from .expr import GuardSink, Op, SymbolicInt
+from .driverless_cuda import device_contexts
 from .host_random import HostRandomness
 from .host_values import HostTensors, makes_host_tensor
 from .inlined_calls import inlined_calls
@@ -721,7 +722,7 @@ class Tracer(GuardSink, LaunchMode):
         # handling disabled, which would hide the stand-ins' own handler.
         host_random = HostRandomness()
         with tracing(self), torch._C._EnableTorchFunction(), launch_mode(self), _FactoryMode(self), \
-                frontends_tracing(), inlined_calls():
+                frontends_tracing(), inlined_calls(), device_contexts(self.device):
             result = self.op.call_body(self.stand_ins)
             backward = None
             if self._with_backward:
