@@ -1116,6 +1116,9 @@ def test_a_registered_op_in_a_body_whose_fake_takes_next_power_of_2_of_a_size(de
         torch.testing.assert_close(calls_a_triton_op(x), 2 * x, rtol=0, atol=0)
     plan = calls_a_triton_op.trace(torch.randn(4, 10))
     assert [s.name for s in plan.aten_steps] == [f"{NS}_lib::row_scaled"] and not plan.fallback
+    # Triton's chain of `|` and shifts is the plan's one opcode again
+    guards = {g.text: g.code for g in plan.guards}
+    assert "next_power_of_2(x.size(1)) < 16384" in guards and all(len(code) < 20 for code in guards.values())
 
 
 @pytest.mark.parametrize("device", DEVICES)

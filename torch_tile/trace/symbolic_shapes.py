@@ -68,6 +68,29 @@ _RELATIONS = {
 }
 
 
+_NEXT_POWER_OF_2 = sympy.Function("next_power_of_2")  # a name for guard texts only
+
+
+def next_power_of_2_argument(expr: sympy.Basic) -> Optional[sympy.Basic]:
+    """``m`` where ``expr`` is ``triton.next_power_of_2(m)`` as Triton computes it on a SymInt (``n = m - 1``, then
+    ``n |= n >> k`` for k = 1, 2, 4, ..., 32, then ``n + 1``), else None: the plan's one NEXT_POW2 opcode in place of
+    the expression's tree, which repeats ``n`` at every step (its size doubles with each ``|``)."""
+    if not (isinstance(expr, sympy.Add) and len(expr.args) == 2 and sympy.Integer(1) in expr.args):
+        return None
+    n = expr.args[1] if expr.args[0] == 1 else expr.args[0]
+    for shift in (32, 16, 8, 4, 2, 1):
+        if not isinstance(n, symfn.BitwiseFn_bitwise_or):
+            return None
+        a, b = n.args
+        if b == symfn.FloorDiv(a, 2 ** shift):
+            n = a
+        elif a == symfn.FloorDiv(b, 2 ** shift):
+            n = b
+        else:
+            return None
+    return n + 1
+
+
 class _TraceShapeEnv(ShapeEnv):
     """A ShapeEnv that does not look for the "user frame" of each symbol and guard.
 
@@ -194,6 +217,9 @@ class SymbolicShapes:
             if atom is None:
                 raise Untranslatable(f"symbol {expr} is not an argument's size, stride or value")
             return atom
+        power_of_2_of = next_power_of_2_argument(expr)
+        if power_of_2_of is not None:
+            return self.to_code(power_of_2_of) + (Op.NEXT_POW2,)
         if isinstance(expr, tuple(_COMMUTATIVE)):
             op = _COMMUTATIVE[type(expr)]
             if isinstance(expr, sympy.Mul) and any(isinstance(a, sympy.Rational) and not a.is_Integer
@@ -226,7 +252,11 @@ class SymbolicShapes:
     def text(self, expr) -> str:
         """A sympy expression with the arguments' names (``x.size(0)``) in place of symbols, in Python's operators
         (``x.size(0) != 0``, not ``Ne(x.size(0), 0)``), as the tracer's own guards read."""
-        return _PythonStylePrinter().doprint(expr.xreplace(self._named)) if isinstance(expr, sympy.Basic) else str(expr)
+        if not isinstance(expr, sympy.Basic):
+            return str(expr)
+        expr = expr.replace(lambda e: next_power_of_2_argument(e) is not None,  # as the body wrote it
+                            lambda e: _NEXT_POWER_OF_2(next_power_of_2_argument(e)))
+        return _PythonStylePrinter().doprint(expr.xreplace(self._named))
 
     def symbolic_int(self, value, text: str) -> Any:
         """A SymbolicInt for an int or SymInt that ATen computed."""
