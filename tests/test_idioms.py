@@ -188,10 +188,52 @@ def cached_configs(x: torch.Tensor, scale: float) -> torch.Tensor:
     return _scaled(x, scale, block)
 
 
+def _tensor_cache(fn):
+    """fla's ``tensor_cache``: the results of the last calls, found by the identity of their tensor arguments."""
+    entries = []
+
+    def cached(*args):
+        for last_args, result in entries:
+            if len(args) == len(last_args) and all(a is b for a, b in zip(args, last_args)):
+                return result
+        result = fn(*args)
+        entries.append((args, result))
+        del entries[:-4]
+        return result
+
+    return cached
+
+
+@_tensor_cache
+def _lengths(offsets: torch.Tensor) -> torch.Tensor:
+    return offsets[1:] - offsets[:-1]
+
+
+@_tensor_cache
+def _starts_of_chunks(offsets: torch.Tensor, chunk: int) -> torch.Tensor:
+    return torch.cumsum(triton.cdiv(_lengths(offsets), chunk), 0)
+
+
+@tt.op(f"{NS}::chunk_starts")
+def chunk_starts(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    return _scaled(x, 1.0) + _starts_of_chunks(offsets, 4).sum()
+
+
 @tt.op(f"{NS}::cached_configs_2")
 def cached_configs_2(scale: float, y: torch.Tensor) -> torch.Tensor:
     block = _launch_config(y.size(0))["BLOCK"]  # the same helper, from another op (other argument positions)
     return _scaled(y, scale, block)
+
+
+def test_a_cache_keyed_by_tensor_identity_keeps_no_tensor_of_a_trace():
+    x, offsets = torch.randn(10), torch.tensor([0, 5, 40])
+    want = x + 13  # chunks of 4: 2 and 9, starting at 2 and 11
+    torch.testing.assert_close(chunk_starts(x, offsets), want)
+    chunk_starts.trace(x, offsets)
+    # The library's own later calls with the same tensor get a real tensor (or compute one), as eagerly.
+    assert type(_lengths(offsets)) is torch.Tensor and _lengths(offsets).tolist() == [5, 35]
+    assert type(_starts_of_chunks(offsets, 4)) is torch.Tensor
+    torch.testing.assert_close(chunk_starts(x, offsets), want)
 
 
 def test_nothing_a_trace_makes_stays_in_user_state():

@@ -63,7 +63,7 @@ def settle(survivors: list, value_of: Callable[[Any], Any], internal: set, qualn
     for s in survivors:
         _point(s, _Settling())
     replacing = _Replacing({id(s): s for s in survivors}, value_of)
-    skip = internal | {id(survivors)}
+    skip = internal | {id(survivors), id(replacing.standing)}  # settling's own tables are no holders
     for holder in gc.get_referrers(*survivors):
         if id(holder) in skip or isinstance(holder, _NOT_STATE):
             continue
