@@ -227,10 +227,12 @@ def benchmark_smoke(out_dir, device_type: str) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.path.join(root, "benchmarks")]),
            "TORCH_TILE_CACHE_DIR": os.path.join(str(out_dir), "cache")}  # one disk cache shared by the ranks
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD),
-                    "--master-port", str(_free_port()), os.path.join(root, "benchmarks", "distributed_step.py"),
-                    "--device", device_type, "--steps", "1", "--tokens", "16", "--out", str(out_dir)],
-                   env=env, check=True, capture_output=True, timeout=600)
+    # --standalone: torchrun takes a free port itself (one picked here could be taken before torchrun binds it)
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                           str(WORLD), os.path.join(root, "benchmarks", "distributed_step.py"), "--device",
+                           device_type, "--steps", "1", "--tokens", "16", "--out", str(out_dir)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-6000:]
     result = json.loads((out_dir / "distributed_step.json").read_text())
     for plan in ("fsdp2", "tp"):
         assert set(result["plans"][plan]["ms_per_step"]) >= {"tile ops", "torch eager"}
