@@ -8,7 +8,7 @@ import torch
 from torch_tile import kernels  # noqa: F401  (registers tile::add, tile::add_)
 
 from conftest import requires_cuda
-from hardening_ops import alloc, check_allocation_rank_past_the_limit, copy_into, flag_copy, raw_add
+from hardening_ops import alloc, check_allocation_rank_past_the_limit, copy_into, decayed, flag_copy, raw_add
 
 pytestmark = requires_cuda
 
@@ -93,3 +93,12 @@ def test_compile_failure_names_op_kernel_and_site():
         torch.testing.assert_close(out.float(), (x.float() + x.float()).to(torch.float8_e4m3fn).float())
     y = torch.randn(64, device="cuda")
     torch.testing.assert_close(raw_add(y, y), y + y)  # the process keeps working
+
+
+def test_calls_past_the_most_plans_an_op_keeps_run_the_body():
+    x = torch.randn(1000, device="cuda")
+    with pytest.warns(RuntimeWarning, match="the op keeps 256 launch plans, the most one op keeps"):
+        for step in range(300):  # a plan per step, up to 256; then the body for the steps no plan serves
+            torch.testing.assert_close(decayed(x, step), x * 0.99 ** step)
+    assert decayed.plan_count == 256 and decayed.fallback_calls
+    torch.testing.assert_close(decayed(x, 3), x * 0.99 ** 3)  # a plan still serves its own step

@@ -207,6 +207,18 @@ const LaunchPlan& NativeOp::plan_for(const CallArgs& args, const torch::jit::Sta
   // Slow path: trace the body once for this case, even if threads race here.
   std::lock_guard<ForkSafeMutex> lock(plans_.trace_mutex());
   if (const LaunchPlan* p = plans_.select(args)) return *p;
+  if (plans_.full() && may_fall_back && !gradient_op_) {
+    // No room for another plan: such calls run the body (warned once), as an untraceable body's do.
+    if (beyond_full_ == nullptr) {
+      auto fallback = std::make_unique<LaunchPlan>();
+      fallback->fallback = "the op keeps " + std::to_string(kMaxPlans) +
+                           " launch plans, the most one op keeps, and none serves this call: its guards take too "
+                           "many cases (sizes the body branches on, or values guarded one by one, such as an int "
+                           "argument used in float arithmetic: `beta ** step`)";
+      beyond_full_ = std::move(fallback);
+    }
+    return *beyond_full_;
+  }
   // A gradient op's calls may leave a plan whose data checks fail for its body (run eagerly), never fall back.
   std::unique_ptr<LaunchPlan> plan = tracer_->trace(*this, args, stack, first, may_fall_back);
   if ((plan->is_fallback() && !(may_fall_back && !gradient_op_)) || (plan->may_leave() && !may_fall_back)) {

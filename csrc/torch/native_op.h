@@ -142,6 +142,8 @@ class NativeOp {
   const bool gradient_op_;
   std::shared_ptr<PlanTracer> tracer_;
   PlanSet plans_;
+  // Once plans_ is full: the fallback plan of the calls none of its plans serves (made under the trace mutex).
+  std::unique_ptr<const LaunchPlan> beyond_full_;
 };
 
 // Registers `op` as the implementation of its qualname for `dispatch_key`

@@ -91,7 +91,8 @@ const LaunchPlan* PlanSet::add(std::unique_ptr<LaunchPlan> plan) {
   if (n >= kMaxPlans) {
     fail(ErrorKind::NotImplemented,
          "more than " + std::to_string(kMaxPlans) +
-             " launch plans for one op: its body branches on sizes in too many ways");
+             " launch plans for one op: its guards take too many cases (sizes the body branches on, or values "
+             "guarded one by one, such as an int argument used in float arithmetic)");
   }
   for (int i = 0; i < n && !may_overlap_.load(std::memory_order_relaxed); ++i) {
     if (!plans_disjoint(*plans_[size_t(i)].load(std::memory_order_relaxed), *plan)) {

@@ -31,6 +31,8 @@ class PlanSet {
   // Publishes a plan; throws when the op has too many.
   const LaunchPlan* add(std::unique_ptr<LaunchPlan> plan);
   int size() const { return count_.load(std::memory_order_acquire); }
+  // Whether add() would throw: the op keeps kMaxPlans plans.
+  bool full() const { return size() >= kMaxPlans; }
   // Plan `i` (0 <= i < size()), in the order they were added.
   const LaunchPlan& at(int i) const { return *plans_[size_t(i)].load(std::memory_order_acquire); }
   // Forgets every plan (the next call of each case traces again, or plans are
