@@ -714,3 +714,11 @@ def test_scalar_overflow_in_cpp():
         _testing.specialization_keys(plan, (x, 2**62))
     (words,) = _testing.specialization_keys(plan, (x, 2**61))
     assert words[2] == 3 * 2**61 - 5
+
+
+def test_trace_refuses_arguments_the_schema_does_not_take():
+    x = torch.randn(8)
+    for args, kwargs, said in (((x, x, x), {}, "got 3 positional"), ((), {"y": x}, r"missing: x\)"),
+                               ((x, x), {"z": 1}, r"keyword\(s\) \['z'\]")):
+        with pytest.raises(TypeError, match=rf"tile::add: expected the arguments of \(Tensor x, Tensor y\).*{said}"):
+            K.add.trace(*args, **kwargs)

@@ -92,6 +92,7 @@ class TileOp:
         # Schema defaults, for Python kernels torch calls without them.
         self._defaults = [(a.name, _python_value(a.default_value if a.has_default_value() else None, k))
                           for a, k in zip(parsed.arguments, kinds)]
+        self._required = [a.name for a in parsed.arguments if not a.has_default_value()]
         self.arg_kinds = kinds  # checked per call on the Python paths
         # The arguments the dispatcher's stack carries as a ScalarType code (the body sees a torch.dtype).
         self._dtype_args = tuple(i for i, k in enumerate(kinds) if k in (ArgKind.DTYPE, ArgKind.OPTIONAL_DTYPE))
@@ -297,7 +298,18 @@ class TileOp:
         filled in, keyword-only ones by name). Where the body does what no plan
         holds, the TraceError that says why (a call with these arguments runs
         the body instead: see ``fallback`` in :func:`torch_tile.op`)."""
+        self._check_call(args, kwargs)
         return self._traced(Tracer(self.traced_op(), self._arguments(args, kwargs), device), fall_back=False)
+
+    def _check_call(self, args: tuple, kwargs: dict) -> None:
+        """A TypeError, as calling the op raises one, for arguments its schema does not take."""
+        names = [name for name, _ in self._defaults]
+        missing = [name for name in names[len(args):] if name in self._required and name not in kwargs]
+        unknown = [name for name in kwargs if name not in names[len(args):]]
+        if len(args) > len(names) or missing or unknown:
+            raise TypeError(f"{self.qualname}: expected the arguments of {self.schema}; got {len(args)} positional "
+                            f"and keyword(s) {sorted(kwargs)}" + (f" (missing: {', '.join(missing)})" if missing
+                                                                 else ""))
 
     def shape_plan(self, args: tuple, device: torch.device) -> _C.LaunchPlan:
         """The plan for arguments in schema order, traced for its shapes only
