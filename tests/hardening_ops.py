@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 import torch_tile as tt
-from shared_kernels import copy_kernel
+from shared_kernels import copy_kernel, scale_kernel
 
 
 @triton.jit
@@ -63,19 +63,12 @@ def grid_copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
 
 
-@triton.jit
-def scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * scale, mask=mask)
-
-
 @tt.op("hardening::decayed")
 def decayed(x: torch.Tensor, step: int) -> torch.Tensor:
     """bitsandbytes' optimizer wrappers: an int argument in float arithmetic (``beta ** step``), which a plan
     guards by value: one plan per step."""
     out = torch.empty_like(x)
-    scale_kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), 0.99 ** step, BLOCK=128)
+    scale_kernel[(triton.cdiv(x.numel(), 128),)](out, x, 0.99 ** step, x.numel(), BLOCK=128)
     return out
 
 
