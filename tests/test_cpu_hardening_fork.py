@@ -171,7 +171,7 @@ def torch_tile_locks() -> dict:
         for attr, value in list(vars(module).items()):
             places = [(f"{name}.{attr}", value)]
             owner = value if inspect.isclass(value) else type(value)
-            ours = owner.__module__.startswith("torch_tile")
+            ours = (owner.__module__ or "").startswith("torch_tile")  # a class made at run time may have none
             if ours and not inspect.isroutine(value) and hasattr(value, "__dict__"):
                 places += [(f"{name}.{attr}.{k}", v) for k, v in list(vars(value).items())]
             for where, v in places:
