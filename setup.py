@@ -94,7 +94,8 @@ class Build(BuildExtension.with_options(use_ninja=True)):
         package_dir = os.path.join(ROOT, "torch_tile") if self.inplace else os.path.join(self.build_lib, "torch_tile")
         self._write_cmake_config(package_dir)
         with open(os.path.join(package_dir, "_built_with.py"), "w") as f:  # checked at import (_extension.py)
-            f.write(f'# Written by setup.py: the torch this build of torch_tile is for.\nTORCH_VERSION = "{torch.__version__}"\n')
+            f.write("# Written by setup.py: the torch this build of torch_tile is for.\n"
+                    f'TORCH_VERSION = "{torch.__version__}"\n')
 
     def _write_cmake_config(self, package_dir):
         """torch_tile's CMake package, naming the LibTorch this library was built
@@ -128,7 +129,8 @@ setup(
     install_requires=["torch>=2.11", "triton>=3.6", "numpy"],
     extras_require={"cutile": ["cuda-tile[tileiras]>=1.7,<1.8"],  # cuTile kernels in op bodies (frontends.cutile)
                     "tilelang": ["tilelang==0.1.15"]},  # TileLang's JITKernels in op bodies (frontends.tilelang)
-    package_data={"torch_tile": ["lib/*.so", "include/torch_tile/*.h", "share/cmake/torch_tile/*.cmake", "kernels/*.cu"]},
+    package_data={"torch_tile": ["lib/*.so", "include/torch_tile/*.h", "share/cmake/torch_tile/*.cmake",
+                                 "kernels/*.cu"]},
     ext_modules=[library(), python_extension("torch_tile._C", sources("python")),
                  # Tests' and benchmarks' probes; the package never imports it. It reads launch metadata as _C does.
                  python_extension("torch_tile._testing",
