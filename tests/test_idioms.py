@@ -152,6 +152,23 @@ def test_an_autograd_function_in_a_body_runs_natively_and_keeps_its_backward(op,
     torch.testing.assert_close(leaf.grad, direct.grad)
 
 
+@tt.op(f"{NS}::scaled_and_its_input")
+def scaled_and_its_input(x: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """A library's block that also hands back its input (mamba's prenorm with no residual)."""
+    return _ScaleFunction.apply(x, scale), x
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_body_returning_its_input_trains_through_the_function_and_its_plan_says_why(device):
+    plan = scaled_and_its_input.trace(torch.randn(30).requires_grad_(), 2.0)
+    assert not plan.backward.gradient_op and plan.backward.reason == "the body returns its inputs (or views of them)"
+    x = torch.randn(30, device=device, requires_grad=True)
+    with pytest.warns(RuntimeWarning, match="the body returns its inputs"):
+        scaled, same = scaled_and_its_input(x, 2.0)
+    (scaled.sum() + 3 * same.sum()).backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 5.0))
+
+
 def test_an_op_without_a_function_still_says_it_has_no_backward():
     op = tt.op(f"{NS}::plain_scaled", lambda x: _scaled(x, 2.0), schema="(Tensor x) -> Tensor")
     out = op(torch.randn(10, requires_grad=True))

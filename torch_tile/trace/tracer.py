@@ -874,8 +874,8 @@ class Tracer(GuardSink, LaunchMode):
         # the autograd.Function's (native backward plans save outputs by slot, which these are not).
         aliased = any(self.root_slot(s) < self.num_inputs for s in outputs if s >= 0) or \
             len(set(outputs)) != len(outputs)
-        if aliased and not self.op.is_gradient_op:
-            backward = None
+        if aliased and not self.op.is_gradient_op and backward is not None:
+            backward = (None, {"reason": "the body returns its inputs (or views of them)"})
         writes = self._argument_writes()
         self._check_mutations(writes)
         self._check_nothing_written_before_checks(writes)
