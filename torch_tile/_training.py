@@ -206,13 +206,13 @@ def run_body_differentiated(op: "TileOp", values: tuple, why: str):
     if any(is_fake(t) for t in tensors):
         # torch.compile cannot put such a call in a graph: Dynamo breaks the graph before it (fullgraph=True says
         # why); AOTAutograd, past Dynamo, cannot break it.
-        why = (f"{op.qualname}: calls of it that need a gradient run its body and its Functions' backwards in "
-               f"Python ({why}), which a compiled graph cannot hold; call it outside the compiled region "
-               "(torch.compiler.disable), or give the op a native backward (torch_tile.explain(op) says why not)")
+        message = (f"{op.qualname}: calls of it that need a gradient run its body and its Functions' backwards "
+                   f"in Python ({why}), which a compiled graph cannot hold; call it outside the compiled region "
+                   "(torch.compiler.disable), or give the op a native backward (torch_tile.explain(op) says why not)")
         if _graph_traced(tensors):
-            raise CallError(why)
+            raise CallError(message)
         if torch._guards.TracingContext.try_get() is not None:
-            raise torch._dynamo.exc.Unsupported(why, "a torch_tile op whose backward runs in Python")
+            raise torch._dynamo.exc.Unsupported(message, "a torch_tile op whose backward runs in Python")
         # A fake run of the program's own (a FakeTensorMode): the body on the fakes, launches skipped.
         with launch_mode(SkipLaunches()), torch.enable_grad():
             return op.call_body(values)
