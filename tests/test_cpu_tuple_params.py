@@ -408,9 +408,14 @@ def test_a_declared_write_through_a_tuple_member_is_accepted():
     torch.testing.assert_close(y, 2 * x, rtol=0, atol=0)
 
 
-def test_a_tuple_member_only_read_is_not_a_write():
-    with pytest.raises(TraceError, match="mutates_args declares 'x', but no kernel the body launches writes it"):
-        T.scale_into_read_declared.trace(torch.randn(100), torch.zeros(100))
+def test_a_declared_tuple_member_only_read_is_not_a_write_and_the_call_stays_native():
+    x, y = torch.randn(100), torch.zeros(100)
+    before = x.clone()
+    assert not T.scale_into_read_declared.trace(x, y).fallback
+    assert set(analysed_writes(T.scale_into_read_declared.qualname).values()) == {frozenset({("pair", 1)})}
+    T.scale_into_read_declared(x, y)
+    torch.testing.assert_close(y, 2 * before, rtol=0, atol=0)
+    assert torch.equal(x, before)  # declared, read only: eager leaves it as it was, and so does the plan
 
 
 def test_written_parameters_are_leaf_paths():

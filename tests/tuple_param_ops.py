@@ -108,7 +108,7 @@ def scale_into_undeclared(x: torch.Tensor, y: torch.Tensor) -> None:
 
 @tt.op(f"{NS}::scale_into_read_declared", mutates_args=("x", "y"))
 def scale_into_read_declared(x: torch.Tensor, y: torch.Tensor) -> None:
-    """As scale_into, also declaring the tuple member it only reads: the trace must refuse it."""
+    """As scale_into, also declaring the tuple member it only reads (which no call writes)."""
     _scale_pair(x, y)
 
 

@@ -794,7 +794,9 @@ class Tracer(GuardSink, LaunchMode):
         return steps
 
     def _check_mutations(self, writes: dict) -> None:
-        """The op's declared mutates_args must be exactly the inputs its kernels write."""
+        """Every input the op's kernels write must be declared in mutates_args. A declared argument a call does not
+        write is no error: a body may write an argument in some calls only (in place where it is contiguous, into
+        a copy elsewhere; an optional output passed as None), and eager leaves it as it was, as the plan does."""
         if any(w is None for w in writes.values()) or self.op.is_gradient_op:
             # Not analysable: trust the declaration. A backward may write what autograd hands it (a gradient, a
             # saved buffer) in place, as libraries' backwards do: the gradient op's arguments are the engine's.
@@ -812,12 +814,6 @@ class Tracer(GuardSink, LaunchMode):
                 f"which the op does not declare: add it to mutates_args (declared: "
                 f"{[names[i] for i in sorted(declared)] or 'none'})"
             )
-        unwritten = sorted(declared - set(written))
-        if unwritten and (self._writes or self._aten_writes):
-            # Not the op's error: a body may write an argument in some calls only (in place where it is
-            # contiguous, into a copy elsewhere); these calls run the body, which writes what it writes.
-            raise self.error(f"mutates_args declares '{names[unwritten[0]]}', but no kernel the body launches "
-                             "writes it in this call: remove it from mutates_args if no call writes it")
 
     def _check_nothing_written_before_checks(self, writes: dict) -> None:
         """A call whose data fails a check runs the body instead, on the arguments as they came: no step before
