@@ -192,3 +192,26 @@ def test_list_int_argument_items_are_symbolic_and_its_length_guarded():
     torch._dynamo.reset()
     compiled = torch.compile(lambda a, s: V.reshaped_scale(a, s, 2.0), fullgraph=True, dynamic=True)
     torch.testing.assert_close(compiled(x, [3, 8]), V.reshaped_scale_reference(x, [3, 8], 2.0))
+
+
+def test_index_tensors_built_on_the_host_are_cpu_steps_of_a_cuda_plan_moved_to_the_device():
+    x, cu_seqlens = torch.randn(40), torch.tensor([0, 5, 40])
+    torch.testing.assert_close(V.chunk_sums(x, cu_seqlens, 16), V.chunk_sums_reference(x, cu_seqlens, 16))
+    plan = V.chunk_sums.trace(x, cu_seqlens, 16, device=torch.device("cuda", 0))
+    assert not plan.fallback
+    on_host = {s.name for s in plan.aten_steps for a in s.args if a.kind == _C.AtenArgKind.DEVICE and a.text == "cpu"}
+    assert on_host == {"aten::arange"}  # torch.arange(n) without a device: on the host, as eager makes it
+    moved = [s for s in plan.aten_steps if s.name == "aten::_to_copy"]
+    assert len(moved) == 1 and [a.text for a in moved[0].args if a.kind == _C.AtenArgKind.DEVICE] == [""]
+
+
+@pytest.mark.parametrize("op, why", [
+    (V.launches_a_host_tensor, r"is given 'ones[\w]+', a tensor the body made on the host; the kernel runs on cuda:0"),
+    (V.returns_a_host_tensor, r"the body returns 'arange[\w]+', a tensor it made on the host; the op's results are on "
+                              r"cuda:0"),
+])
+def test_a_host_tensor_a_kernel_takes_or_the_op_returns_is_refused_in_a_cuda_trace(op, why):
+    x = torch.randn(300)
+    with pytest.raises(tt.TraceError, match=why):
+        op.trace(x, device=torch.device("cuda", 0))
+    torch.testing.assert_close(V.launches_a_host_tensor(x), x + 1)  # on the CPU path, the host is the device

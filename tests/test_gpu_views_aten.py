@@ -123,3 +123,22 @@ def test_device_context_in_a_body():
     for device in range(torch.cuda.device_count()):
         x = torch.randn(1000, device=f"cuda:{device}")
         torch.testing.assert_close(V.in_device_context(x), 3 * x)
+
+
+def test_index_tensors_built_on_the_host_run_natively_and_the_plan_serves_other_sequence_lengths():
+    x = torch.randn(200, device="cuda")
+    fallbacks = _C.runtime_counters()["fallback_calls"]
+    for cu in ([0, 5, 40], [0, 33, 200], [0, 1, 17, 90, 200]):  # 1 + 3, 3 + 11, 1 + 2 + 5 + 7 chunks
+        cu_seqlens = torch.tensor(cu, device="cuda")
+        for _ in range(2):  # the trace, then the native plan
+            out = V.chunk_sums(x, cu_seqlens, 16)
+            torch.testing.assert_close(out, V.chunk_sums_reference(x, cu_seqlens, 16))
+            torch.testing.assert_close(out, V.chunk_sums.fn(x, cu_seqlens, 16), rtol=0, atol=0)  # the body, eager
+    assert _C.runtime_counters()["fallback_calls"] == fallbacks
+    assert V.chunk_sums.plan_count == 2  # one per number of sequences
+
+
+def test_a_host_tensor_given_to_a_kernel_runs_the_body_which_fails_as_eager_does():
+    with pytest.warns(RuntimeWarning, match="a tensor the body made on the host"), \
+            pytest.raises(ValueError, match="cpu"):
+        V.launches_a_host_tensor(torch.randn(300, device="cuda"))

@@ -236,6 +236,23 @@ def chunk_starts(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
     return _scaled(x, 1.0) + _starts_of_chunks(offsets, 4).sum()
 
 
+@_tensor_cache
+def _chunk_table(offsets: torch.Tensor, chunk: int) -> torch.Tensor:
+    """fla's ``prepare_chunk_indices`` as its older releases build it: on the host, then moved to the device."""
+    indices = torch.cat([torch.arange(n) for n in triton.cdiv(_lengths(offsets), chunk).tolist()])
+    return torch.stack([indices.eq(0).cumsum(0) - 1, indices], 1).to(offsets)
+
+
+@tt.op(f"{NS}::chunk_count")
+def chunk_count(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    return _scaled(x, 1.0) + _chunk_table(offsets, 4).shape[0]
+
+
+@tt.op(f"{NS}::chunk_count_2")
+def chunk_count_2(x: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    return _scaled(x, 2.0) + _chunk_table(offsets, 4).shape[0]
+
+
 @tt.op(f"{NS}::cached_configs_2")
 def cached_configs_2(scale: float, y: torch.Tensor) -> torch.Tensor:
     block = _launch_config(y.size(0))["BLOCK"]  # the same helper, from another op (other argument positions)
@@ -251,6 +268,16 @@ def test_a_cache_keyed_by_tensor_identity_keeps_no_tensor_of_a_trace():
     assert type(_lengths(offsets)) is torch.Tensor and _lengths(offsets).tolist() == [5, 35]
     assert type(_starts_of_chunks(offsets, 4)) is torch.Tensor
     torch.testing.assert_close(chunk_starts(x, offsets), want)
+
+
+def test_ops_sharing_a_helper_cached_by_tensor_identity_that_reads_the_data_stay_native():
+    x, offsets = torch.randn(10), torch.tensor([0, 5, 40])
+    fallbacks = tt.runtime_counters()["fallback_calls"]
+    for op, scale in ((chunk_count, 1.0), (chunk_count_2, 2.0)):  # the second finds the first's entry in the cache
+        torch.testing.assert_close(op(x, offsets), scale * x + 11)  # 2 + 9 chunks of 4
+        assert not op.trace(x, offsets).fallback
+        torch.testing.assert_close(op(x, torch.tensor([0, 12, 40])), scale * x + 10)  # the plan reads them again
+    assert tt.runtime_counters()["fallback_calls"] == fallbacks
 
 
 def test_nothing_a_trace_makes_stays_in_user_state():

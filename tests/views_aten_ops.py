@@ -155,3 +155,48 @@ def in_device_context(x: torch.Tensor) -> torch.Tensor:
     with torch.cuda.device(x.device):
         axpy_kernel[(triton.cdiv(n, 256),)](x, x, out, n, 2.0, BLOCK=256)
     return out
+
+
+@triton.jit
+def chunk_sum_kernel(x_ptr, cu_ptr, chunk_ptr, out_ptr, CHUNK: tl.constexpr):
+    i = tl.program_id(0)
+    seq = tl.load(chunk_ptr + 2 * i)
+    c = tl.load(chunk_ptr + 2 * i + 1)
+    bos = tl.load(cu_ptr + seq)
+    eos = tl.load(cu_ptr + seq + 1)
+    offsets = bos + c * CHUNK + tl.arange(0, CHUNK)
+    tl.store(out_ptr + i, tl.sum(tl.load(x_ptr + offsets, mask=offsets < eos, other=0.0), axis=0))
+
+
+@tt.op(f"{NS}::chunk_sums")
+def chunk_sums(x: torch.Tensor, cu_seqlens: torch.Tensor, chunk: int) -> torch.Tensor:
+    """The sum of each chunk of each sequence of a packed batch, its chunk table built on the host as
+    flash-linear-attention's ``prepare_chunk_indices`` builds it (``torch.arange`` without a device, moved with
+    ``.to(cu_seqlens)``)."""
+    lens = cu_seqlens[1:] - cu_seqlens[:-1]
+    indices = torch.cat([torch.arange(n) for n in triton.cdiv(lens, chunk).tolist()])
+    chunk_indices = torch.stack([indices.eq(0).cumsum(0) - 1, indices], 1).to(cu_seqlens)
+    out = torch.empty(chunk_indices.shape[0], device=x.device, dtype=torch.float32)
+    chunk_sum_kernel[(chunk_indices.shape[0],)](x, cu_seqlens, chunk_indices, out, CHUNK=chunk)
+    return out
+
+
+def chunk_sums_reference(x, cu_seqlens, chunk):
+    bounds = cu_seqlens.tolist()
+    return torch.stack([x[start:min(start + chunk, end)].float().sum() for begin, end in zip(bounds, bounds[1:])
+                        for start in range(begin, end, chunk)])
+
+
+@tt.op(f"{NS}::launches_a_host_tensor")
+def launches_a_host_tensor(x: torch.Tensor) -> torch.Tensor:
+    """Gives a kernel a tensor made on the host (eager: Triton refuses a CPU pointer where the kernel runs on CUDA)."""
+    out = torch.empty_like(x)
+    n = x.numel()
+    axpy_kernel[(triton.cdiv(n, 256),)](x, torch.ones(n), out, n, 1.0, BLOCK=256)
+    return out
+
+
+@tt.op(f"{NS}::returns_a_host_tensor")
+def returns_a_host_tensor(x: torch.Tensor) -> torch.Tensor:
+    """Returns an index tensor it built on the host."""
+    return torch.arange(x.shape[0])

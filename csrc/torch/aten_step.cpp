@@ -53,7 +53,7 @@ c10::IValue value_of(const AtenArg& a, const CallArgs& args, const EvalContext& 
     case K::Float: return a.slots.empty() ? a.number : args.floats[a.slots[0]];
     case K::Bool: return a.number != 0.0;
     case K::String: return a.text;
-    case K::Device: return device;
+    case K::Device: return a.text == "cpu" ? c10::Device(c10::kCPU) : device;
     case K::Scalar: return scalar_of(a, args, ctx);
     case K::WrappedScalar: {
       // What the Python binding makes of `x * 2`: a CPU 0-dim "wrapped number".

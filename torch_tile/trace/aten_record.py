@@ -137,7 +137,7 @@ class AtenRecorder:
         fake = self._shadow_of.get(id(proxy))
         if fake is None:
             sizes, strides = self.tracer.shadow_dims(proxy)
-            fake = self.shapes.fake_tensor(sizes, strides, proxy._meta.dtype, self.tracer.device)
+            fake = self.shapes.fake_tensor(sizes, strides, proxy._meta.dtype, proxy.device)
             self._bind(proxy, fake)
         return fake
 
@@ -293,12 +293,12 @@ class AtenRecorder:
             return out
         # New tensors, made beside any writes (a library's op that fills the `out` it is given and returns its
         # statistics).
-        for r in results:
-            self._check_result(r, what)
+        on_host = [self._check_result(r, what) for r in results]
         metas = [self._proxy_dims(r, what) for r in results]
         proxies = self.tracer.add_aten_step(
             _plan.AtenStep(name, schema.overload_name, arguments, len(results), body_location(*self.tracer.op.sources)),
             metas, written_slots=written_slots)
+        self.tracer.made_on_host([p for p, host in zip(proxies, on_host) if host])
         for r, p in zip(results, proxies):
             self._bind(p, r)
         self._check_layouts()
@@ -404,11 +404,14 @@ class AtenRecorder:
             raise failure
         return out
 
-    def _check_result(self, r: torch.Tensor, what: str) -> None:
-        if r.device != self.tracer.device and not (r.device.type == self.tracer.device.type and r.dim() == 0):
-            raise self.tracer.error(f"{what} makes a tensor on {r.device}; the op's tensors are on "
-                                    f"{self.tracer.device}")
+    def _check_result(self, r: torch.Tensor, what: str) -> bool:
+        """Whether ``r`` is a tensor on the host in a trace for another device (a step on the CPU)."""
+        device = self.tracer.device
+        on_host = r.device.type == "cpu" and device.type != "cpu"
+        if r.device != device and not on_host and not (r.device.type == device.type and r.dim() == 0):
+            raise self.tracer.error(f"{what} makes a tensor on {r.device}; the op's tensors are on {device}")
         self.tracer.check_dtype(r.dtype, f"{what}'s result")
+        return on_host
 
     def _proxy_dims(self, r: torch.Tensor, what: str):
         sizes = [self.shapes.symbolic_int(s, f"{what}.size({d})") for d, s in enumerate(r.shape)]
@@ -504,9 +507,11 @@ class AtenRecorder:
         if t == "str":
             return _plan.AtenArg(A.STRING, text=value)
         if t == "Device":
-            if torch.device(value).type != self.tracer.device.type:
-                raise self.tracer.error(f"{what} is {value}; the op's tensors are on {self.tracer.device}")
-            return _plan.AtenArg(A.DEVICE)
+            if torch.device(value).type == self.tracer.device.type:
+                return _plan.AtenArg(A.DEVICE)
+            if torch.device(value).type == "cpu":  # the host, where a body builds small index tensors
+                return _plan.AtenArg(A.DEVICE, text="cpu")
+            raise self.tracer.error(f"{what} is {value}; the op's tensors are on {self.tracer.device}")
         if t in ("Scalar", "number"):
             return self._number(A.SCALAR, value, what)
         raise self.tracer.error(f"{what} has type {schema_arg.real_type}, which a launch plan cannot replay")

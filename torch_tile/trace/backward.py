@@ -228,6 +228,8 @@ class ValueSaver:
         self.float_values: list[float] = []
 
     def tensor(self, t) -> int:
+        if self.sink is not None and self.sink.on_host(t):
+            raise NotNative(f"the forward keeps '{t._name}', a tensor it made on the host, for the backward")
         self.kept.append(t)
         self.slots.append(t._slot if self.sink is not None else -1)
         return len(self.slots) - 1

@@ -5,7 +5,8 @@ A launch plan reads them natively: a Read step copies one element to the host on
 the work before it as eager ``.item()`` does, and later expressions use the value (``READ k``); a result whose
 size is data has size atoms of its own (``SIZE slot d``), read from the tensor the step made. Stand-ins have no
 data, so the values of the call being traced come from one run of the body before the trace
-(``learn_data_values``: on the call's arguments, with copies of those it writes), recorded in order with the
+(``learn_data_values``: on the call's arguments, with copies of those it writes and new objects for the others,
+which caches keyed by identity miss as they miss for stand-ins), recorded in order with the
 body's line that asked for each. With them the trace takes the path the call takes; what the body decides with
 a value (a branch, an assert, a guard torch takes on a size) becomes a Check step where it is decided, and calls
 whose data decides otherwise leave the plan there and run the body.
@@ -130,6 +131,21 @@ def _copy(value):
     return value
 
 
+def _alias(value, made: dict):
+    """``value`` as a new tensor object over the same memory (a leaf needing a gradient where it needs one; one
+    object per tensor, in ``made`` by id): code that caches by a tensor's identity (a library's ``tensor_cache``)
+    misses for it as it misses for the trace's stand-ins, so that this run reads what the trace reads, whatever
+    earlier calls left in such caches."""
+    if isinstance(value, torch.Tensor):
+        if id(value) not in made:
+            alias = value.detach()
+            made[id(value)] = alias.requires_grad_() if value.requires_grad else alias
+        return made[id(value)]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_alias(v, made) for v in value)
+    return value
+
+
 def learn_data_values(values: tuple, written: list[int], run: Callable[[tuple], object],
                       enter: Callable[[Callable[[], None]], object] = lambda f: f()) -> DataValues:
     """Runs ``run`` (the body, its kernels launched by their own launchers) on ``values``, with copies of the
@@ -138,7 +154,8 @@ def learn_data_values(values: tuple, written: list[int], run: Callable[[tuple], 
     if any(t.device.type == "meta" for t in pytree.tree_leaves(values) if isinstance(t, torch.Tensor)):
         raise TraceError("meta tensors have no data to read")
     events: list[DataEvent] = []
-    arguments = tuple(_copy(v) if i in written else v for i, v in enumerate(values))
+    aliases: dict = {}
+    arguments = tuple(_copy(v) if i in written else _alias(v, aliases) for i, v in enumerate(values))
 
     def recorded() -> None:
         with _RecordingLists(events), _Recording(events):

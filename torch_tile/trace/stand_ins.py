@@ -296,23 +296,23 @@ class TensorProxy(torch.Tensor):
 
     @property
     def device(self) -> torch.device:
-        return self._tracer.device
+        return self._tracer.device_of(self)
 
     def get_device(self) -> int:
-        device = self._tracer.device
+        device = self.device
         return device.index if device.type == "cuda" and device.index is not None else -1
 
     @property
     def is_cuda(self) -> bool:
-        return self._tracer.device.type == "cuda"
+        return self.device.type == "cuda"
 
     @property
     def is_cpu(self) -> bool:
-        return self._tracer.device.type == "cpu"
+        return self.device.type == "cpu"
 
     @property
     def is_meta(self) -> bool:
-        return self._tracer.device.type == "meta"
+        return self.device.type == "meta"
 
     layout = torch.strided
     is_sparse = False
@@ -344,7 +344,7 @@ class TensorProxy(torch.Tensor):
 
     def type(self, dtype=None, **kwargs):
         if dtype is None:
-            return {"cuda": "torch.cuda."}.get(self._tracer.device.type, "torch.") + \
+            return {"cuda": "torch.cuda."}.get(self.device.type, "torch.") + \
                 str(self._meta.dtype).replace("torch.", "").capitalize() + "Tensor"
         return self._tracer.tensor_method("type", self, (dtype,), kwargs)
 

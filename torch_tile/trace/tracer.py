@@ -45,6 +45,7 @@ from .state import body_location, tracing
 from .traced_op import TracedOp
 
 
+_HOST = torch.device("cpu")
 _FACTORIES = {
     torch.empty: ("empty", False),
     torch.zeros: ("zeros", True),
@@ -166,6 +167,9 @@ class Tracer(GuardSink, LaunchMode):
         self.order: list[_plan.PlanStep] = []
         self.num_made = 0  # tensors the plan makes: they take the slots after the arguments
         self._view_base: dict[int, int] = {}  # view slot -> base slot
+        # Slots of tensors the body made on the host in a trace for another device (indices built with torch on the
+        # CPU, then moved with .to(x)): ATen steps on the CPU, which no launch takes and no output is.
+        self._host_slots: set[int] = set()
         self._byte_offset: dict[int, Any] = {}  # view slot -> bytes from its root's element 0 (an int expression)
         # empty_like slot -> its symbolic (sizes, strides), decided when a shadow first needs them
         self._like_dims: dict[int, Any] = {}
@@ -475,6 +479,18 @@ class Tracer(GuardSink, LaunchMode):
         return [TensorProxy(self, first + k, f"{step.name.split('::')[-1]}{first + k}", meta, sizes, strides)
                 for k, (meta, sizes, strides) in enumerate(metas)]
 
+    def device_of(self, proxy: TensorProxy) -> torch.device:
+        """Where ``proxy``'s tensor is: the op's device, or the host for what the body made there."""
+        return _HOST if self.root_slot(proxy._slot) in self._host_slots else self.device
+
+    def on_host(self, proxy: TensorProxy) -> bool:
+        """Whether the body made ``proxy``'s tensor on the host in a trace for another device."""
+        return self.root_slot(proxy._slot) in self._host_slots
+
+    def made_on_host(self, proxies: list) -> None:
+        """``proxies`` (an ATen step's results) are on the host, not the op's device."""
+        self._host_slots.update(p._slot for p in proxies)
+
     def next_slot(self) -> int:
         """The slot the next tensor the plan makes takes."""
         return self.num_inputs + self.num_made
@@ -701,6 +717,11 @@ class Tracer(GuardSink, LaunchMode):
         args, kwargs = self.host_tensors.on_device((args, kwargs))
         args, kwargs = pytree.tree_map_only(
             torch.Tensor, lambda t: t if isinstance(t, TensorProxy) else self.constant(t, "the launch"), (args, kwargs))
+        on_host = next((t for t in pytree.tree_leaves((args, kwargs))
+                        if isinstance(t, TensorProxy) and self.on_host(t)), None)
+        if on_host is not None:
+            raise self.error(f"{kernel!r} is given '{on_host._name}', a tensor the body made on the host; the kernel "
+                             f"runs on {self.device}: move it there first (.to(x.device))")
         frontend = frontend_of(kernel)
         if frontend is None:
             raise self.error(f"{kernel!r} is launched like a kernel, but is not one of any frontend "
@@ -858,6 +879,9 @@ class Tracer(GuardSink, LaunchMode):
                 raise self.error(f"the schema declares return {k} to be argument "
                                  f"'{self.op.arg_names[declared]}' itself; the body returns another tensor",
                                  kind=OpDefinitionError)
+            if self.on_host(r):
+                raise self.error(f"the body returns '{r._name}', a tensor it made on the host; the op's results are "
+                                 f"on {self.device} (its fake implementation says so)")
             held = self._constant_slots.get(self.root_slot(r._slot))
             if held is not None:
                 raise self.error(f"the body returns a tensor it did not receive (or a view of one), first used at "

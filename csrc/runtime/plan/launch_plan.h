@@ -106,7 +106,7 @@ struct AtenArg {
     Float = 6,               // float argument slots[0], or `number` when slots is empty
     Bool = 7,                // number != 0
     String = 8,              // text
-    Device = 9,              // the call's device
+    Device = 9,              // the call's device; text "cpu": the host (a tensor the body builds there)
     Scalar = 10,             // ints[0] if given, else as Float
     WrappedScalar = 11,      // a Scalar where the schema takes a Tensor (a Python number in `x * 2`)
     BoolList = 12,           // ints, each != 0 (convolution_backward's output_mask)
