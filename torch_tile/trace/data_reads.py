@@ -131,18 +131,16 @@ def _copy(value):
     return value
 
 
-def _alias(value, made: dict):
-    """``value`` as a new tensor object over the same memory (a leaf needing a gradient where it needs one; one
-    object per tensor, in ``made`` by id): code that caches by a tensor's identity (a library's ``tensor_cache``)
-    misses for it as it misses for the trace's stand-ins, so that this run reads what the trace reads, whatever
-    earlier calls left in such caches."""
+def _alias(value):
+    """``value`` as a new tensor object over the same memory (a leaf needing a gradient where it needs one), one
+    per argument even where a tensor is passed twice, as the trace's stand-ins are: code that caches by a tensor's
+    identity (a library's ``tensor_cache``) misses for it as it misses for them, so that this run reads what the
+    trace reads, whatever earlier calls left in such caches."""
     if isinstance(value, torch.Tensor):
-        if id(value) not in made:
-            alias = value.detach()
-            made[id(value)] = alias.requires_grad_() if value.requires_grad else alias
-        return made[id(value)]
+        alias = value.detach()
+        return alias.requires_grad_() if value.requires_grad else alias
     if isinstance(value, (list, tuple)):
-        return type(value)(_alias(v, made) for v in value)
+        return type(value)(_alias(v) for v in value)
     return value
 
 
@@ -154,8 +152,7 @@ def learn_data_values(values: tuple, written: list[int], run: Callable[[tuple], 
     if any(t.device.type == "meta" for t in pytree.tree_leaves(values) if isinstance(t, torch.Tensor)):
         raise TraceError("meta tensors have no data to read")
     events: list[DataEvent] = []
-    aliases: dict = {}
-    arguments = tuple(_copy(v) if i in written else _alias(v, aliases) for i, v in enumerate(values))
+    arguments = tuple(_copy(v) if i in written else _alias(v) for i, v in enumerate(values))
 
     def recorded() -> None:
         with _RecordingLists(events), _Recording(events):
