@@ -163,6 +163,9 @@ def main() -> None:
         os.makedirs(args.out, exist_ok=True)
         write(args.out, "distributed_step", result, rows, xlabel="ms per training step", unit="ms",
               title=f"{LAYERS}-layer decoder, {world} ranks ({args.device})", highlight="tile ops")
+    # Every rank tears its process group down together: gloo's can abort a rank that destroys it while another
+    # still writes its report ("terminate called without an active exception").
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -68,6 +68,7 @@ def main() -> int:
     report = {"rank": rank, "world": world, "grad_max_rel_diff_vs_single_process": worst, "grads_match": ok,
               "loss_first_last": [losses[0], losses[-1]] if losses else None, "compiles": tt.compile_count()}
     print(json.dumps(report), flush=True)
+    dist.barrier()  # every rank tears the group down together: gloo can abort a rank that leaves first
     dist.destroy_process_group()
     return 0 if ok else 1
 

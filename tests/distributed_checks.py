@@ -60,6 +60,7 @@ def _on_ranks(rank: int, port: int, device_type: str, checks) -> None:
     dist.init_process_group("nccl" if device_type == "cuda" else "gloo", rank=rank, world_size=WORLD)
     try:
         checks(rank, device_type)
+        dist.barrier()  # every rank tears the group down together: gloo can abort a rank that leaves first
     finally:
         dist.destroy_process_group()
 
