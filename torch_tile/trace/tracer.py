@@ -481,7 +481,7 @@ class Tracer(GuardSink, LaunchMode):
 
     def device_of(self, proxy: TensorProxy) -> torch.device:
         """Where ``proxy``'s tensor is: the op's device, or the host for what the body made there."""
-        return _HOST if self.root_slot(proxy._slot) in self._host_slots else self.device
+        return _HOST if self.on_host(proxy) else self.device
 
     def on_host(self, proxy: TensorProxy) -> bool:
         """Whether the body made ``proxy``'s tensor on the host in a trace for another device."""
